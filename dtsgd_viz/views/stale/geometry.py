@@ -31,8 +31,8 @@ class Row:
 
 @dataclasses.dataclass(frozen=True)
 class StaleGrid:
-    """Per run, which velocity moved each device's shard of each variable at each update:
-    ``verdicts[run]`` is ``(len(rows), n_updates)``, indices in ``CLASSES``."""
+    """Per run, which velocity moved each device's shard at each update (``verdicts[run]``: rows x updates,
+    indices in ``CLASSES``)."""
 
     runs: tuple[str, ...]
     variables: tuple[str, ...]
@@ -58,8 +58,7 @@ class StaleGrid:
 
 
 def stale_grid(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> StaleGrid:
-    """``stale_hits(recording, v, tol)`` of every run and variable ``v`` (``variable``, or all
-    of the first run's), laid out as ``plot_stale`` draws it.
+    """``stale_hits`` of every run and variable (``variable``, or all of the first run's), as ``plot_stale`` draws it.
 
     >>> grid = stale_grid({"default": stale, "exact_update=True": exact})  # doctest: +SKIP
     >>> grid.counts("default")["stale"]  # doctest: +SKIP
