@@ -53,8 +53,7 @@ def slice_boundaries(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(math.prod(shape[1:-1]) * i for i in range(1, shape[0])) if len(shape) >= 3 else ()
 
 
-def _runs(sorted_ints: np.ndarray) -> list[tuple[int, int]]:
-    """Maximal runs of consecutive integers as ``(start, length)``."""
+def _runs(sorted_ints: np.ndarray) -> list[tuple[int, int]]:  # maximal runs of consecutive integers: (start, length)
     if len(sorted_ints) == 0:
         return []
     breaks = np.nonzero(np.diff(sorted_ints) != 1)[0] + 1

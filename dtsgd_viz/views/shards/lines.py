@@ -91,8 +91,7 @@ class NormPanel:
         self.end_labels: list | None = None
         self.legend: Legend | None = None
 
-    def columns(self) -> np.ndarray:
-        """Each replica group's L2 norm at each update, 0 and NaN/Inf kept (unlike ``data``)."""
+    def columns(self) -> np.ndarray:  # each replica group's L2 norm at each update, 0 and NaN/Inf kept (unlike data)
         v, firsts = self.view, [d[0] for d in self.view.geometry.replica_groups]
         return shard_norms(v.recording, v.name, v.kind)[:, firsts]
 
@@ -107,7 +106,6 @@ class NormPanel:
         self.data = block_norm_lines(self.view.recording, self.view.name, self.view.kind)[1]
 
     def draw(self) -> None:
-        """The lines, the shown update, the marks and the title, once."""
         ax, x = self.ax, self.view.updates
         self._load()
         marker = "o" if len(x) <= MARKER_UPDATES else None

@@ -84,8 +84,7 @@ def bar_exponent(largest: float) -> int:
 
 
 class TensorPanel:
-    """``image`` (None: the blocks alone, tinted) on ``ax``, the blocks outlined and named on chips if they fit
-    (``named``); ``aspect``: None (``box_aspect``), a box aspect or "fill"."""
+    """``image`` on ``ax`` (None: the blocks alone, tinted), the blocks outlined and named on chips if they fit."""
 
     def __init__(
         self,
@@ -154,8 +153,7 @@ class TensorPanel:
             x, y, w, h = p.rects[len(p.rects) // 2]  # a rank-3 block: one chip, on its middle piece
             self.labels.append(self._label(x, y, w, h, p, color, hatch, image is None))
 
-    def _cell_points(self) -> tuple[float, float]:
-        """A cell's ``(width, height)`` in points once laid out, about."""
+    def _cell_points(self) -> tuple[float, float]:  # a cell's (width, height) in points once laid out, about
         wide, tall = (v * 72 / self.ax.figure.dpi for v in self.ax.figure.bbox.size)  # a SubFigure's own box
         spec = self.ax.get_subplotspec()
         if spec is None:  # an inset or a hand-placed axes: where it stands
@@ -178,8 +176,7 @@ class TensorPanel:
             h = w * self.box_aspect
         return w / self.cols, h / self.rows
 
-    def _room(self, centred: bool) -> list[tuple[float, float]]:
-        """Each block's chip's room ``(width, height)`` in points (unbounded off the heatmap's edges)."""
+    def _room(self, centred: bool) -> list[tuple[float, float]]:  # each chip's (width, height), points; inf off edges
         cw, ch = self._cell_points()
         out = []
         for p in self.patches:
@@ -207,8 +204,7 @@ class TensorPanel:
         text.set_visible(self.named)
         return text
 
-    def title_pad(self) -> float:
-        """Points between the panel's top and its title."""
+    def title_pad(self) -> float:  # points between the panel's top and its title
         if not any(t.get_verticalalignment() == "bottom" and t.get_visible() for t in self.labels):  # none above
             return 6.0 + 0.6 * style.TICK_SIZE  # clear of the top y tick label
         return LABEL_GAP + 2.05 * CHIP_SIZE + 4.0
@@ -226,8 +222,7 @@ class TensorPanel:
         self.colorbar.ax.tick_params(labelsize=style.TICK_SIZE)
         self._scale_colorbar()
 
-    def _scale_colorbar(self) -> None:
-        """Ticks in units of the power of ten (``bar_exponent``) the label names: "(×1e-3)"."""
+    def _scale_colorbar(self) -> None:  # ticks in units of the power of ten the label names: "(×1e-3)"
         if self.colorbar is None or self.heatmap is None:
             return
         e = bar_exponent(max(abs(v) for v in self.heatmap.get_clim()))
@@ -235,8 +230,7 @@ class TensorPanel:
         self.colorbar.update_ticks()
         self.colorbar.set_label(self.colorbar_label + (f" (×1e{e})" if e else ""), fontsize=style.LABEL_SIZE)
 
-    def _ticks(self) -> None:
-        """Ticks at the block boundaries (at most 17 a side); rank 3+: one per d0 slice."""
+    def _ticks(self) -> None:  # at the block boundaries (at most 17 a side); rank 3+: one per d0 slice
         ax, shape, rows, cols = self.ax, self.geometry.global_shape, self.rows, self.cols
         xs = sorted({r[0] for p in self.patches for r in p.rects} | {cols})
         ax.set_xticks(xs if len(xs) <= 17 else xs[:: -(-len(xs) // 16)])

@@ -70,7 +70,6 @@ def stacked(shape: Sequence[int]) -> bool:
 
 
 def _figure_size(shape: Sequence[int], panels: int) -> tuple[float, float]:
-    """``style.WIDTH`` wide (``WIDTH / 3`` a panel side by side), as tall as the panels need."""
     if stacked(shape):  # the headline, then each panel's heatmap and its extras
         return (style.WIDTH, 0.8 + panels * (STACKED_HEIGHT + STACKED_EXTRA))
     rows, cols = image_shape(shape)

@@ -35,8 +35,7 @@ __all__ = ["ShardsView", "draw_shards", "plot_shards", "layout_text", "KIND_NOUN
 
 
 class ShardsView:
-    """The tensor on ``heat_ax`` (None: a stats recording's norms alone), the ``norm`` panel on ``norm_ax``;
-    ``headline``: the figure titled with ``finding()``, else the heatmap panel with the subject."""
+    """The tensor on ``heat_ax`` (None: a stats recording's norms alone), the ``norm`` panel on ``norm_ax``."""
 
     def __init__(
         self,
@@ -83,15 +82,13 @@ class ShardsView:
         self._titles()
         self.norm.name_lines()
 
-    def _load(self, kind: str) -> None:
-        """``values`` of ``kind`` (None in stats mode: the norm panel reads the stored stats)."""
+    def _load(self, kind: str) -> None:  # ``values`` is None in stats mode: the norm panel reads the stored stats
         values = (self.recording.shard_stats if self.stats_only else self.recording.global_values)(self.name, kind)
         if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
             values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
         self.values, self._run_limit = None if self.stats_only else values, None
 
     def _limit(self) -> float | None:
-        """The colour limit over the whole run when ``fixed_scale``, else None (the update's own)."""
         if not self.fixed_scale or self.values is None:
             return None
         if self._run_limit is None:
