@@ -38,8 +38,7 @@ def plot_blocks(
     target: np.ndarray | None = None,
     last: int = TAIL,
 ) -> Figure:
-    """Each block's error under each run (``block_errors``), a panel per block at its first device's mesh
-    place, one log y scale for all; the title is ``blocks_finding(errors, last)``.
+    """Each block's error under each run (``block_errors``), a panel per block, titled ``blocks_finding``.
 
     >>> fig = dtsgd_viz.plot_blocks(probes, "d2/kernel", bowl.minimum[0])  # doctest: +SKIP
     """
