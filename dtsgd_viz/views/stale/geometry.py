@@ -31,14 +31,13 @@ class Row:
 
 @dataclasses.dataclass(frozen=True)
 class StaleGrid:
-    """Per run, which velocity moved each device's shard at each update (``verdicts[run]``: rows x updates,
-    indices in ``CLASSES``)."""
+    """Per run, which velocity moved each device's shard of each variable at each update."""
 
     runs: tuple[str, ...]
     variables: tuple[str, ...]
     hits: Mapping[str, tuple[StaleHits, ...]]
     rows: tuple[Row, ...]
-    verdicts: Mapping[str, np.ndarray]
+    verdicts: Mapping[str, np.ndarray]  # (len(rows), n_updates): indices into CLASSES
     steps: Mapping[str, np.ndarray]
 
     def counts(self, run: str) -> dict[str, int]:

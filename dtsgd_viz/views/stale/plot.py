@@ -70,8 +70,7 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray) -> None
 
 
 def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> Figure:
-    """For each run, which velocity moved each device's shard at each update (``stale_grid``), rows
-    grouped by block and variable; skipped updates stay blank. The title is ``stale_finding(grid)``.
+    """Per run, which velocity moved each device's shard at each update (``stale_grid``), titled ``stale_finding``.
 
     >>> fig = dtsgd_viz.plot_stale({"default": stale, "exact_update=True": exact})  # doctest: +SKIP
     """
