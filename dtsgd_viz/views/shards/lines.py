@@ -148,8 +148,7 @@ class NormPanel:
         )
         self._draw_lines()
 
-    def _draw_lines(self) -> None:
-        """Everything that depends on ``data``: the y scale, median or band, marks, shown update, title."""
+    def _draw_lines(self) -> None:  # all that depends on ``data``: y scale, median or band, marks, shown update, title
         ax = self.ax
         for artist in [*self.band, *([self.median] if self.median is not None else [])]:
             artist.remove()
@@ -198,8 +197,7 @@ class NormPanel:
         self.show_index()
         ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE)
 
-    def name_lines(self) -> None:
-        """Each line named at its end (up to ``MAX_NAMED``), the marks in a legend, once the axes are sized."""
+    def name_lines(self) -> None:  # each line named at its end (up to MAX_NAMED), the marks in a legend
         ax = self.ax
         engine = self.view.figure.get_layout_engine()
         if engine is not None and self.end_labels is None:

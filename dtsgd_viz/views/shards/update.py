@@ -44,8 +44,7 @@ def magnitude_text(largest: dict) -> str | None:
     return f"{items} than the {KIND_NOUNS[kinds[0]]}"
 
 
-def _shown_kinds(recording, kinds) -> list[str]:
-    """The kinds of ``kinds`` the recording holds; raises for unknown kinds, or none recorded."""
+def _shown_kinds(recording, kinds) -> list[str]:  # the recorded ones of ``kinds``; raises for unknown or none
     unknown = [k for k in kinds if k not in KIND_NOUNS]
     if unknown or not kinds:
         raise ValueError(f"kinds must be some of {list(KIND_NOUNS)}. Received: {list(kinds)}.")

@@ -111,8 +111,7 @@ class ShardsView:
         steps = self.recording.steps
         return subject_text(self.kind, self.name, int(steps[self.index]), int(steps[-1]))
 
-    def finding(self) -> str:
-        """The figure's title: the shown tensor and how far apart its blocks' norms are at the shown update."""
+    def finding(self) -> str:  # the figure's title: the shown tensor and its blocks' norm spread at this update
         text = f"{self._subject()}: {spread_text(self.norm.columns()[self.index], [p.label for p in self.patches])}"
         diverging = diverging_text(self.recording)
         return text + (f"; {diverging}" if diverging else "")
@@ -215,6 +214,5 @@ def plot_shards(
     the last), each device's block outlined and named, beside each unique block's L2 norm over the updates.
 
     ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``: None (a new
-    figure) or a pair ``(tensor_ax, norm_ax)``. A ``mode="stats"`` recording draws its stored block norms alone.
-    """
+    figure) or a pair ``(tensor_ax, norm_ax)``. A ``mode="stats"`` recording draws its stored block norms alone."""
     return draw_shards(recording, name, kind, step, ax=ax, fixed_scale=fixed_scale).figure
