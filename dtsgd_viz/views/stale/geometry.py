@@ -19,14 +19,14 @@ __all__ = ["Row", "StaleGrid", "stale_grid", "stale_finding"]
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One row of the grid: a device holding ``block``; ``first``: the block is named here."""
+    """One row of the grid: a device holding ``block``."""
 
     variable: int
     device: int
     device_name: str
     block: int
     block_name: str
-    first: bool
+    first: bool  # the block is named on this row
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +50,7 @@ class StaleGrid:
         """Shard-updates of ``run`` over every variable shown: updates times devices."""
         return sum(self.counts(run).values())
 
-    def variable_rows(self, variable: int) -> tuple[int, int]:
-        """``(first, stop)``: the rows of variable number ``variable``."""
+    def variable_rows(self, variable: int) -> tuple[int, int]:  # (first, stop): the rows of that variable
         at = [i for i, row in enumerate(self.rows) if row.variable == variable]
         return at[0], at[-1] + 1
 
