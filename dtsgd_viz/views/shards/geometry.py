@@ -75,8 +75,7 @@ def block_rects(block: tuple[slice, ...], shape: Sequence[int]) -> tuple[Rect, .
     return tuple((cols.start, start, cols.stop - cols.start, length) for start, length in _runs(rows))
 
 
-def device_label(names: Sequence[str]) -> str:
-    """``CPU:0`` / ``CPU:0,4`` / ``CPU:0-7``: replicas grouped, a shared prefix once."""
+def device_label(names: Sequence[str]) -> str:  # CPU:0 / CPU:0,4 / CPU:0-7: replicas grouped, a shared prefix once
     ids, head = device_ticks(names)
     if not head:
         return ",".join(ids)
@@ -147,23 +146,20 @@ def block_norm_lines(recording: Recording, name: str, kind: str = "velocity") ->
 run_limit = symmetric_limit  # over a whole run: the fixed colour limit
 
 
-def flagged_steps(recording: Recording, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Indices into ``recording.steps`` where ``name`` held NaN/Inf, and where its replicas disagreed."""
+def flagged_steps(recording: Recording, name: str) -> tuple[np.ndarray, np.ndarray]:  # NaN/Inf, mismatch: step indices
     v = recording.variables.index(recording.record(name).name)
     nonfinite = np.nonzero(np.asarray(recording.nonfinite)[:, v] != 0)[0]
     mismatch = np.nonzero(np.asarray(recording.mismatch)[:, v] != 0)[0]
     return nonfinite, mismatch
 
 
-def settings_text(recording: Recording, index: int) -> str:
-    """``SGD lr=0.5, momentum=0.9, Nesterov`` (or ``heavy-ball``) at recorded step ``index``."""
+def settings_text(recording: Recording, index: int) -> str:  # "SGD lr=0.5, momentum=0.9, Nesterov" at ``index``
     hp = recording.hyperparameters
     text = f"SGD lr={float(hp.learning_rate[index]):g}, momentum={hp.momentum:g}"
     return text + (", Nesterov" if hp.nesterov else ", heavy-ball" if hp.momentum else "")
 
 
-def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
-    """Short device tick labels and the common prefix they drop (``CPU:``)."""
+def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:  # tick labels, the prefix they drop (CPU:)
     names = list(device_names)
     heads = {n.rsplit(":", 1)[0] for n in names}
     if len(heads) == 1 and all(":" in n and n.rsplit(":", 1)[1].isdigit() for n in names):

@@ -224,8 +224,7 @@ class NormPanel:
         if handles:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
 
-    def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:
-        """``(name, last update, last finite norm, ink)`` of each block's line, and the median's."""
+    def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:  # (name, update, norm, ink) at line ends
         columns: list[tuple[str, np.ndarray, ColorType]] = [
             (p.label, self.data[:, g], label_ink(c))
             for g, (p, (c, _, _)) in enumerate(zip(self.view.patches, self.view.styles))

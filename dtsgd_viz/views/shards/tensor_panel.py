@@ -186,8 +186,7 @@ class TensorPanel:
             out.append((wide, np.inf if edge else 0.92 * h * ch))
         return out
 
-    def _label(self, x, y, w, h, p, color, hatch, centred) -> Text:
-        """A block's chip: on its top outline (the top row's above the heatmap), or centred (tinted)."""
+    def _label(self, x, y, w, h, p, color, hatch, centred) -> Text:  # a block's chip
         ax = self.ax
         box = dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9, hatch=hatch or None)
         ink = "black" if float(np.dot(to_rgb(color), (0.299, 0.587, 0.114))) > 0.5 else "white"  # reads on it
