@@ -75,7 +75,6 @@ def block_errors(runs: Mapping[str, Recording], variable: str, target: np.ndarra
     """Each unique block's error after k = 0..N updates under each run: ``||w_k[b] - target[b]||``, or its
     gradient norm at ``w_k`` without a ``target`` (NaN at ``w_N``); the runs must share a layout and updates.
 
-    >>> import dtsgd_viz, numpy as np  # doctest: +SKIP
     >>> errs = block_errors(probes, "d2/kernel", bowl.minimum[0])  # doctest: +SKIP
     >>> errs.errors["nesterov"].shape  # doctest: +SKIP
     (61, 4)
