@@ -1,4 +1,4 @@
-"""The numbers of ``plot_blocks`` in pure numpy: each block's error under each run, and the finding."""
+"""``plot_blocks``' numbers in numpy: each block's error under each run, and the finding."""
 
 from __future__ import annotations
 
@@ -23,11 +23,10 @@ LEVEL = 1.1  # runs whose tail means differ by less than this factor on every bl
 
 @dataclasses.dataclass(frozen=True)
 class BlockErrors:
-    """Per run, each unique block's error after k = 0..N updates (``errors[run]``: ``(N + 1, n_blocks)``;
-    ``measure``: "target" or "gradient"), and which devices hold each block where on the mesh."""
+    """Per run, each unique block's error after k = 0..N updates (``errors[run]``: ``(N + 1, n_blocks)``)."""
 
     variable: str
-    measure: str
+    measure: str  # "target" or "gradient"
     updates: np.ndarray
     errors: Mapping[str, np.ndarray]
     devices: tuple[tuple[int, ...], ...]
@@ -73,11 +72,9 @@ def _check_runs(runs: Mapping[str, Recording], variable: str) -> None:
 
 
 def block_errors(runs: Mapping[str, Recording], variable: str, target: np.ndarray | None = None) -> BlockErrors:
-    """Each unique block's error after k = 0..N updates under each run: ``||w_k[b] -
-    target[b]||``, or without a ``target`` the block's recorded gradient norm at ``w_k``
-    (NaN at ``w_N``). The runs must record ``variable`` alike at the same updates.
+    """Each unique block's error after k = 0..N updates under each run: ``||w_k[b] - target[b]||``, or its
+    gradient norm at ``w_k`` without a ``target`` (NaN at ``w_N``); the runs must share a layout and updates.
 
-    >>> import dtsgd_viz, numpy as np  # doctest: +SKIP
     >>> errs = block_errors(probes, "d2/kernel", bowl.minimum[0])  # doctest: +SKIP
     >>> errs.errors["nesterov"].shape  # doctest: +SKIP
     (61, 4)
@@ -133,8 +130,7 @@ def tail_means(errors: BlockErrors, last: int = TAIL) -> dict[str, np.ndarray]:
 
 
 def blocks_finding(errors: BlockErrors, last: int = TAIL) -> str:
-    """The figure's one-line finding: which run ends lower (``tail_means``) on which blocks,
-    and by how much; one run: how far its blocks fell.
+    """Which run ends lower (``tail_means``) on which blocks, by how much; one run: how far its blocks fell.
 
     >>> blocks_finding(errs)  # doctest: +SKIP
     'nesterov ends 1.8x-3.1x lower than momentum on all 4 blocks (last 10 updates)'

@@ -27,7 +27,7 @@ AXIS_LABELS = {"target": "distance to the target", "gradient": "block's gradient
 
 
 def _mesh_place(errors: BlockErrors, device: int) -> tuple[int, int]:
-    """``(row, col)`` of ``device`` on the mesh: its last coordinate across, the others' row-major index down."""
+    """``(row, col)`` of ``device``: its last mesh coordinate across, the others' row-major index down."""
     *lead, col = errors.mesh.device_coords(device)
     return int(np.ravel_multi_index(lead, errors.mesh.dim_sizes[:-1])) if lead else 0, col
 
@@ -38,9 +38,7 @@ def plot_blocks(
     target: np.ndarray | None = None,
     last: int = TAIL,
 ) -> Figure:
-    """Each block's error under each run (``block_errors(runs, variable, target)``), one
-    panel per block at its first device's mesh place, one log y scale for all; the title
-    is ``blocks_finding(errors, last)``.
+    """Each block's error under each run (``block_errors``), a panel per block, titled ``blocks_finding``.
 
     >>> fig = dtsgd_viz.plot_blocks(probes, "d2/kernel", bowl.minimum[0])  # doctest: +SKIP
     """
@@ -50,7 +48,7 @@ def plot_blocks(
     cols = errors.mesh.dim_sizes[-1]
     owners = [errors.devices[b][0] for b in range(len(errors.devices))]
     place = {d: _mesh_place(errors, d) for d in owners}
-    rows = sorted({place[d][0] for d in owners})  # the mesh rows holding a block's first device
+    rows = sorted({place[d][0] for d in owners})
     at = {d: (rows.index(place[d][0]), place[d][1]) for d in owners}
     looks = style.run_looks(errors.runs)
     fig = new_figure((style.WIDTH, 1.5 + PANEL_HEIGHT * len(rows)))

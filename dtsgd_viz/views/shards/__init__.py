@@ -1,2 +1,1 @@
-"""Shard values: the global tensor with each device's block, the norm panels of
-``ShardsView`` and ``plot_update_shards``' three tensors of one update."""
+"""Shard values: the global tensor with its device blocks, their norms, and one update's three tensors."""

@@ -49,8 +49,7 @@ def times_text(k: float) -> str:
 
 
 def subject_text(kind: str, name: str, update: int, last: int) -> str:
-    """What a shard figure shows and when: a gradient "at update k of N", a parameter or
-    velocity "after update k of N" (``last``: the run's last update, N)::
+    """A gradient "at update k of N", a parameter or velocity "after update k of N" (``last``: N)::
 
     >>> subject_text("velocity", "w", 10, 60), subject_text("grad", "w", 3, 60)
     ("velocity of 'w' after update 10 of 60", "gradient of 'w' at update 3 of 60")
@@ -77,8 +76,7 @@ TIE = 1e-3  # block norms within this fraction of each other (equal to three fig
 
 
 def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:
-    """The figure's title: the largest of one update's block ``norms`` over the smallest, and
-    which they are (``names``); blocks at NaN/Inf or 0 named first::
+    """The largest of one update's block ``norms`` over the smallest, named; NaN/Inf or 0 blocks first::
 
     >>> spread_text([1.0, 1.2], ["a", "b"]), spread_text([2.0], ["CPU:0-7"])
     ('block norms span 1.2x (largest b, smallest a)', 'one block, held whole by every device')
@@ -98,7 +96,7 @@ def spread_text(norms: ArrayLike, names: Sequence[str]) -> str:
     cols = np.flatnonzero(ok)
     hi, lo = int(cols[np.argmax(norms[ok])]), int(cols[np.argmin(norms[ok])])
 
-    def tied(at: int) -> str:  # the blocks within TIE of the one at ``at``: a tie is named as one
+    def tied(at: int) -> str:  # the blocks within TIE of the one at ``at``, named as one
         near = [names[int(c)] for c in cols if abs(norms[c] - norms[at]) <= TIE * norms[at]]
         return near[0] if len(near) == 1 else " and ".join(near) + " tied"
 
@@ -123,8 +121,7 @@ def median_line(data: ArrayLike) -> np.ndarray:
 
 
 def norm_change_text(data: ArrayLike, updates: ArrayLike) -> str:
-    """The norm panel's title: how ``median_line`` changes from its first to its last finite
-    update; a rise over ``HUMP`` to a peak that then falls over 1.5x is said as one::
+    """How ``median_line`` changes from its first to its last finite update, a hump (``HUMP``) said as one::
 
     >>> norm_change_text(np.array([[0.0], [1.0], [9.0], [3.0]]), [1, 2, 3, 4])
     'median rises 9x from update 2 to 3, then falls 3x'
@@ -145,7 +142,7 @@ def norm_change_text(data: ArrayLike, updates: ArrayLike) -> str:
 
 
 def norm_panel_text(recording: Recording, name: str, kind: str = "velocity") -> str:
-    """The norm panel's title of ``plot_shards(recording, name, kind)`` (``norm_change_text`` of its lines)."""
+    """The norm panel's title of ``plot_shards(recording, name, kind)``."""
     from .geometry import block_norm_lines
 
     updates, lines = block_norm_lines(recording, name, kind)

@@ -1,12 +1,11 @@
-"""Pure geometry and data of the shard views (no matplotlib): a tensor of any rank is one
-2-D image, each device block one or more rectangles of it, in cells::
+"""The shard views' geometry (no matplotlib): a tensor is one 2-D image, a block rectangles of it, in cells::
 
-    >>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
-    >>> from dtsgd_viz.geometry import shard_geometry
-    >>> mesh = MeshSpec.create({"x": 2, "y": 2})
-    >>> geom = shard_geometry((4, 6), LayoutSpec(("x", "unsharded"), mesh))
-    >>> [(p.label, p.rects) for p in block_patches(geom, mesh.short_device_names)]
-    [('CPU:0,1', ((0, 0, 6, 2),)), ('CPU:2,3', ((0, 2, 6, 2),))]
+>>> from dtsgd_viz.specs import LayoutSpec, MeshSpec
+>>> from dtsgd_viz.geometry import shard_geometry
+>>> mesh = MeshSpec.create({"x": 2, "y": 2})
+>>> geom = shard_geometry((4, 6), LayoutSpec(("x", "unsharded"), mesh))
+>>> [(p.label, p.rects) for p in block_patches(geom, mesh.short_device_names)]
+[('CPU:0,1', ((0, 0, 6, 2),)), ('CPU:2,3', ((0, 2, 6, 2),))]
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def update_index(recording: Recording, step: int | None = None) -> int:
-    """The index into ``recording.steps`` of optimizer update ``step`` (``views.core.steps``)."""
+    """The index into ``recording.steps`` of optimizer update ``step``."""
     check_not_empty(recording)
     return update_position(step, recording.steps)
 
@@ -44,7 +43,7 @@ def image_shape(shape: Sequence[int]) -> tuple[int, int]:
 
 
 def as_image(values: np.ndarray) -> np.ndarray:
-    """One global tensor (any rank) as its 2-D image (a reshape, no copy if possible)."""
+    """One global tensor (any rank) as its 2-D image (a reshape)."""
     values = np.asarray(values)
     return values.reshape(image_shape(values.shape))
 
@@ -54,8 +53,7 @@ def slice_boundaries(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(math.prod(shape[1:-1]) * i for i in range(1, shape[0])) if len(shape) >= 3 else ()
 
 
-def _runs(sorted_ints: np.ndarray) -> list[tuple[int, int]]:
-    """Maximal runs of consecutive integers as ``(start, length)``."""
+def _runs(sorted_ints: np.ndarray) -> list[tuple[int, int]]:  # maximal runs of consecutive integers: (start, length)
     if len(sorted_ints) == 0:
         return []
     breaks = np.nonzero(np.diff(sorted_ints) != 1)[0] + 1
@@ -77,8 +75,7 @@ def block_rects(block: tuple[slice, ...], shape: Sequence[int]) -> tuple[Rect, .
     return tuple((cols.start, start, cols.stop - cols.start, length) for start, length in _runs(rows))
 
 
-def device_label(names: Sequence[str]) -> str:
-    """``CPU:0`` / ``CPU:0,4`` / ``CPU:0-7``: replicas grouped, a shared prefix once."""
+def device_label(names: Sequence[str]) -> str:  # CPU:0 / CPU:0,4 / CPU:0-7: replicas grouped, a shared prefix once
     ids, head = device_ticks(names)
     if not head:
         return ",".join(ids)
@@ -87,8 +84,6 @@ def device_label(names: Sequence[str]) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class BlockPatch:
-    """One replica group's block: the devices holding it, its label, its rectangles."""
-
     group: int
     devices: tuple[int, ...]
     label: str
@@ -151,23 +146,20 @@ def block_norm_lines(recording: Recording, name: str, kind: str = "velocity") ->
 run_limit = symmetric_limit  # over a whole run: the fixed colour limit
 
 
-def flagged_steps(recording: Recording, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Indices into ``recording.steps`` where ``name`` held NaN/Inf, and where its replicas disagreed."""
+def flagged_steps(recording: Recording, name: str) -> tuple[np.ndarray, np.ndarray]:  # NaN/Inf, mismatch: step indices
     v = recording.variables.index(recording.record(name).name)
     nonfinite = np.nonzero(np.asarray(recording.nonfinite)[:, v] != 0)[0]
     mismatch = np.nonzero(np.asarray(recording.mismatch)[:, v] != 0)[0]
     return nonfinite, mismatch
 
 
-def settings_text(recording: Recording, index: int) -> str:
-    """``SGD lr=0.5, momentum=0.9, Nesterov`` (or ``heavy-ball``) at recorded step ``index``."""
+def settings_text(recording: Recording, index: int) -> str:  # "SGD lr=0.5, momentum=0.9, Nesterov" at ``index``
     hp = recording.hyperparameters
     text = f"SGD lr={float(hp.learning_rate[index]):g}, momentum={hp.momentum:g}"
     return text + (", Nesterov" if hp.nesterov else ", heavy-ball" if hp.momentum else "")
 
 
-def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
-    """Short tick labels for devices and the common prefix they drop (``CPU:``)."""
+def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:  # tick labels, the prefix they drop (CPU:)
     names = list(device_names)
     heads = {n.rsplit(":", 1)[0] for n in names}
     if len(heads) == 1 and all(":" in n and n.rsplit(":", 1)[1].isdigit() for n in names):
@@ -176,12 +168,11 @@ def device_ticks(device_names: Sequence[str]) -> tuple[list[str], str]:
 
 
 def minmax_decimate(x: ArrayLike, y: ArrayLike, columns: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, y)`` thinned to ``columns`` equal spans of x, each keeping its first min, max and
-    NaN, plus the ends: spikes and gaps survive::
+    """``(x, y)`` thinned to ``columns`` spans of x, each keeping its min, max and NaN, and the ends::
 
-        >>> x = np.arange(10.0); y = np.array([0, 5, 1, 1, 1, 1, 1, 1, -3, 2.0])
-        >>> minmax_decimate(x, y, 2)[1].tolist()
-        [0.0, 5.0, -3.0, 2.0]
+    >>> x = np.arange(10.0); y = np.array([0, 5, 1, 1, 1, 1, 1, 1, -3, 2.0])
+    >>> minmax_decimate(x, y, 2)[1].tolist()
+    [0.0, 5.0, -3.0, 2.0]
     """
     x, y = np.asarray(x), np.asarray(y)
     if len(x) <= max(1, int(columns)):
@@ -199,7 +190,7 @@ def minmax_indices(x: Sequence[float] | np.ndarray, y: ArrayLike, columns: int) 
     lo, span = x.min(), x.max() - x.min()
     if not span > 0:
         bucket = np.zeros(n, np.int64)
-    else:  # spans of runs of x: also well defined (if not pixel-exact) for unsorted x
+    else:  # also well defined (if not pixel-exact) for unsorted x
         bucket = np.clip(((x - lo) * (columns / span)).astype(np.int64), 0, columns - 1)
     starts = np.flatnonzero(np.concatenate([[True], np.diff(bucket) != 0]))
     counts = np.diff(np.append(starts, n))

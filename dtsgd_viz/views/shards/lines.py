@@ -1,5 +1,4 @@
-"""The norm panel of ``ShardsView``: each unique block's L2 norm over the updates as a log-y
-line in its block colour, named at its end, with the shown update and the run's marks."""
+"""``ShardsView``'s norm panel: each unique block's L2 norm over the updates, log y, in its block colour."""
 
 from __future__ import annotations
 
@@ -43,7 +42,7 @@ LOG_X_SPAN = 300  # a run whose last update is this many times its first: a log 
 
 
 def log_x(updates: ArrayLike) -> bool:
-    """Whether the update axis of ``updates`` is on a log scale (``LOG_X_SPAN``).
+    """Whether the update axis of ``updates`` is on a log scale (``LOG_X_SPAN``)::
 
     >>> log_x(np.arange(4, 2001, 4)), log_x(np.arange(1, 151))
     (True, False)
@@ -71,8 +70,7 @@ def log_y(ax: Axes) -> None:
     use_log_ticks(ax.yaxis)
 
 
-def _key(marks: Line2D, label: str) -> Line2D:
-    """A legend entry drawn as ``marks`` are."""
+def _key(marks: Line2D, label: str) -> Line2D:  # a legend entry drawn as ``marks`` are
     keys = ("marker", "markerfacecolor", "markeredgecolor", "markeredgewidth", "markersize")
     return Line2D([], [], ls="none", label=label, **{k: getattr(marks, f"get_{k}")() for k in keys})
 
@@ -93,13 +91,11 @@ class NormPanel:
         self.end_labels: list | None = None
         self.legend: Legend | None = None
 
-    def columns(self) -> np.ndarray:
-        """The L2 norm of each replica group at each update (a stats recording's stored one)."""
+    def columns(self) -> np.ndarray:  # each replica group's L2 norm at each update, 0 and NaN/Inf kept (unlike data)
         v, firsts = self.view, [d[0] for d in self.view.geometry.replica_groups]
         return shard_norms(v.recording, v.name, v.kind)[:, firsts]
 
-    def thinned(self, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        """``(x, y)`` of one line thinned to the axes' pixel columns (``minmax_decimate``)."""
+    def thinned(self, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:  # one line's (x, y) at the axes' pixel width
         x, ax = self.view.updates, self.ax
         split = np.log10(x.astype(np.float64)) if log_x(x) else x.astype(np.float64)
         columns = self.thinned_to[ax] = max(1, int(np.ceil(ax.bbox.width)))
@@ -110,7 +106,6 @@ class NormPanel:
         self.data = block_norm_lines(self.view.recording, self.view.name, self.view.kind)[1]
 
     def draw(self) -> None:
-        """The lines, the shown update, the marks and the title (once; ``name_lines`` names them)."""
         ax, x = self.ax, self.view.updates
         self._load()
         marker = "o" if len(x) <= MARKER_UPDATES else None
@@ -153,8 +148,7 @@ class NormPanel:
         )
         self._draw_lines()
 
-    def _draw_lines(self) -> None:
-        """The y scale, the median or band, the marks, the shown update and the title of ``data``."""
+    def _draw_lines(self) -> None:  # all that depends on ``data``: y scale, median or band, marks, shown update, title
         ax = self.ax
         for artist in [*self.band, *([self.median] if self.median is not None else [])]:
             artist.remove()
@@ -203,8 +197,7 @@ class NormPanel:
         self.show_index()
         ax.set_title(norm_change_text(data, updates), fontsize=style.TITLE_SIZE)
 
-    def name_lines(self) -> None:
-        """Each line named at its end (up to ``MAX_NAMED`` blocks), the marks in a legend, once the axes are sized."""
+    def name_lines(self) -> None:  # each line named at its end (up to MAX_NAMED), the marks in a legend
         ax = self.ax
         engine = self.view.figure.get_layout_engine()
         if engine is not None and self.end_labels is None:
@@ -231,8 +224,7 @@ class NormPanel:
         if handles:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
 
-    def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:
-        """``(name, last update, last finite norm, ink)`` of each block's line, and the median's."""
+    def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:  # (name, update, norm, ink) at line ends
         columns: list[tuple[str, np.ndarray, ColorType]] = [
             (p.label, self.data[:, g], label_ink(c))
             for g, (p, (c, _, _)) in enumerate(zip(self.view.patches, self.view.styles))
@@ -247,7 +239,6 @@ class NormPanel:
         return out
 
     def show_index(self) -> None:
-        """The shown update's line and dots at the view's ``index`` (the titles name the update)."""
         i, x = self.view.index, self.view.updates
         y = self.data[i]
         keep = np.flatnonzero(np.isfinite(y) & np.asarray([line.get_visible() for line in self.lines]))
@@ -256,8 +247,7 @@ class NormPanel:
         dots.set_offsets(np.column_stack([np.full(len(keep), x[i]), y[keep]]) if len(keep) else np.empty((0, 2)))
         dots.set_facecolors([self.view.styles[g][0] for g in keep] or "none")
 
-    def set_kind(self) -> None:
-        """The lines, marks, names and title of the kind the view just loaded, in place."""
+    def set_kind(self) -> None:  # the kind the view just loaded, in place
         self._load()
         for g, line in enumerate(self.lines):
             line.set_visible(True)

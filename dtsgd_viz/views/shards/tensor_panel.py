@@ -1,5 +1,4 @@
-"""One global tensor as a 2-D heatmap, its device blocks outlined and named on chips in their
-block colours: the panel every shard figure and widget shares."""
+"""One global tensor as a heatmap, its device blocks outlined and named on chips: every shard figure's panel."""
 
 from __future__ import annotations
 
@@ -73,8 +72,7 @@ def blocks_are_slices(patches: Sequence[BlockPatch], shape: Sequence[int]) -> bo
 
 
 def bar_exponent(largest: float) -> int:
-    """The power of ten a colour bar whose largest magnitude is ``largest`` counts in: 0 from
-    0.1 to 9999 (ticks such as 0.05 or 2000), else its decade (0.02 is 2 ×1e-2, as 0.002 is 2 ×1e-3).
+    """The power of ten a colour bar up to ``largest`` counts in: 0 from 0.1 to 9999, else its decade.
 
     >>> [bar_exponent(m) for m in (0.1, 0.5, 5000.0, 0.09, 0.012, 0.0042, 2e4, 0.0)]
     [0, 0, 0, -2, -2, -3, 4, 0]
@@ -86,8 +84,7 @@ def bar_exponent(largest: float) -> int:
 
 
 class TensorPanel:
-    """One tensor's 2-D ``image`` (None: the blocks alone) on ``ax``, the blocks of ``geometry`` outlined and
-    named on chips (``labels``; ``named``: they fit); ``aspect``: None (``box_aspect``), a box aspect or "fill"."""
+    """``image`` on ``ax`` (None: the blocks alone, tinted), the blocks outlined and named on chips if they fit."""
 
     def __init__(
         self,
@@ -156,8 +153,7 @@ class TensorPanel:
             x, y, w, h = p.rects[len(p.rects) // 2]  # a rank-3 block: one chip, on its middle piece
             self.labels.append(self._label(x, y, w, h, p, color, hatch, image is None))
 
-    def _cell_points(self) -> tuple[float, float]:
-        """A cell's ``(width, height)`` in points once laid out, about: the panel's share of its grid."""
+    def _cell_points(self) -> tuple[float, float]:  # a cell's (width, height) in points once laid out, about
         wide, tall = (v * 72 / self.ax.figure.dpi for v in self.ax.figure.bbox.size)  # a SubFigure's own box
         spec = self.ax.get_subplotspec()
         if spec is None:  # an inset or a hand-placed axes: where it stands
@@ -180,8 +176,7 @@ class TensorPanel:
             h = w * self.box_aspect
         return w / self.cols, h / self.rows
 
-    def _room(self, centred: bool) -> list[tuple[float, float]]:
-        """Each block's chip's room ``(width, height)`` in points (unbounded off the heatmap's edges)."""
+    def _room(self, centred: bool) -> list[tuple[float, float]]:  # each chip's (width, height), points; inf off edges
         cw, ch = self._cell_points()
         out = []
         for p in self.patches:
@@ -191,8 +186,7 @@ class TensorPanel:
             out.append((wide, np.inf if edge else 0.92 * h * ch))
         return out
 
-    def _label(self, x, y, w, h, p, color, hatch, centred) -> Text:
-        """A block's chip: on its top outline (the top row's above the heatmap, off the data), or centred (tinted)."""
+    def _label(self, x, y, w, h, p, color, hatch, centred) -> Text:  # a block's chip
         ax = self.ax
         box = dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9, hatch=hatch or None)
         ink = "black" if float(np.dot(to_rgb(color), (0.299, 0.587, 0.114))) > 0.5 else "white"  # reads on it
@@ -209,8 +203,7 @@ class TensorPanel:
         text.set_visible(self.named)
         return text
 
-    def title_pad(self) -> float:
-        """Points between the panel's top and its title: room for the chips above it."""
+    def title_pad(self) -> float:  # points between the panel's top and its title
         if not any(t.get_verticalalignment() == "bottom" and t.get_visible() for t in self.labels):  # none above
             return 6.0 + 0.6 * style.TICK_SIZE  # clear of the top y tick label
         return LABEL_GAP + 2.05 * CHIP_SIZE + 4.0
@@ -228,8 +221,7 @@ class TensorPanel:
         self.colorbar.ax.tick_params(labelsize=style.TICK_SIZE)
         self._scale_colorbar()
 
-    def _scale_colorbar(self) -> None:
-        """Ticks in units of the power of ten (``bar_exponent``) the label names: "(×1e-3)"."""
+    def _scale_colorbar(self) -> None:  # ticks in units of the power of ten the label names: "(×1e-3)"
         if self.colorbar is None or self.heatmap is None:
             return
         e = bar_exponent(max(abs(v) for v in self.heatmap.get_clim()))
@@ -237,8 +229,7 @@ class TensorPanel:
         self.colorbar.update_ticks()
         self.colorbar.set_label(self.colorbar_label + (f" (×1e{e})" if e else ""), fontsize=style.LABEL_SIZE)
 
-    def _ticks(self) -> None:
-        """Ticks at the block boundaries (at most 17 a side), rank 3+: one per d0 slice."""
+    def _ticks(self) -> None:  # at the block boundaries (at most 17 a side); rank 3+: one per d0 slice
         ax, shape, rows, cols = self.ax, self.geometry.global_shape, self.rows, self.cols
         xs = sorted({r[0] for p in self.patches for r in p.rects} | {cols})
         ax.set_xticks(xs if len(xs) <= 17 else xs[:: -(-len(xs) // 16)])

@@ -1,5 +1,4 @@
-"""One update, three tensors: the parameter, its velocity slot and the gradient with the same
-device blocks outlined (``plot_shards`` follows one kind over time; this compares kinds)."""
+"""One update's parameter, velocity slot and gradient, the same device blocks outlined on each."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ CAPTIONS = {
 
 
 def magnitude_text(largest: dict) -> str | None:
-    """Each kind's largest magnitude (``largest``: ``{kind: max |value|}``) against the first's;
-    None for one kind or a magnitude that is 0 or not finite::
+    """Each kind's max |value| (``largest``) against the first's; None for one kind or a 0 or non-finite one::
 
     >>> magnitude_text({"param": 0.5, "velocity": 0.005, "grad": 2.0})
     'velocity 100x smaller, gradient 4x larger than the parameter'
@@ -46,8 +44,7 @@ def magnitude_text(largest: dict) -> str | None:
     return f"{items} than the {KIND_NOUNS[kinds[0]]}"
 
 
-def _shown_kinds(recording, kinds) -> list[str]:
-    """The kinds of ``kinds`` the recording holds; raises for unknown kinds, or none recorded."""
+def _shown_kinds(recording, kinds) -> list[str]:  # the recorded ones of ``kinds``; raises for unknown or none
     unknown = [k for k in kinds if k not in KIND_NOUNS]
     if unknown or not kinds:
         raise ValueError(f"kinds must be some of {list(KIND_NOUNS)}. Received: {list(kinds)}.")
@@ -62,7 +59,7 @@ STACKED_EXTRA = 1.0  # inches a stacked panel takes beside its heatmap (caption,
 
 
 def stacked(shape: Sequence[int]) -> bool:
-    """Whether the panels of a tensor of ``shape`` stand one under another (a flat one)::
+    """Whether the panels of a (flat) tensor of ``shape`` stand one under another::
 
     >>> stacked((4, 16)), stacked((8, 8))
     (True, False)
@@ -72,7 +69,6 @@ def stacked(shape: Sequence[int]) -> bool:
 
 
 def _figure_size(shape: Sequence[int], panels: int) -> tuple[float, float]:
-    """``style.WIDTH`` wide (``WIDTH / 3`` a panel side by side), as tall as the panels need."""
     if stacked(shape):  # the headline, then each panel's heatmap and its extras
         return (style.WIDTH, 0.8 + panels * (STACKED_HEIGHT + STACKED_EXTRA))
     rows, cols = image_shape(shape)
@@ -108,9 +104,7 @@ def plot_update_shards(
     kinds: Sequence[str] = ("param", "velocity", "grad"),
 ) -> Figure:
     """The parameter, velocity and gradient of ``name`` at optimizer update ``step`` (-1 or None: the last),
-    side by side (flat: stacked), each on its own colour scale, the same blocks outlined; the title compares
-    their largest magnitudes (``magnitude_text``); kinds not recorded are named; a block too small for its
-    name is outlined only."""
+    side by side (flat: stacked), each on its own colour scale; the title is ``magnitude_text``."""
     index = update_index(recording, step)
     geometry = recording.geometry(name)  # unknown variable: the Recording's own error
     shown = _shown_kinds(recording, kinds)
@@ -121,7 +115,7 @@ def plot_update_shards(
     names = short_device_names(recording.shard_devices(name))
     xlabel, ylabel, _ = axis_labels(geometry.layout)
     fig._dtsgd_panels = panels = {}  # pyright: ignore[reportAttributeAccessIssue]  # our own attribute: tests read it
-    largest = {}  # each kind's max |x|: the colour bars' limits, compared in the title
+    largest = {}  # each kind's max |x|, compared in the title
     for ax, kind in zip(axes, shown):
         image = None
         if not stats_only:

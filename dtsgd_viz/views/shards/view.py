@@ -35,8 +35,7 @@ __all__ = ["ShardsView", "draw_shards", "plot_shards", "layout_text", "KIND_NOUN
 
 
 class ShardsView:
-    """The tensor on ``heat_ax`` (None: a stats recording's norms alone), the ``norm`` panel on ``norm_ax``;
-    ``headline``: the figure titled with ``finding()``, else the heatmap panel with the subject."""
+    """The tensor on ``heat_ax`` (None: a stats recording's norms alone), the ``norm`` panel on ``norm_ax``."""
 
     def __init__(
         self,
@@ -83,15 +82,13 @@ class ShardsView:
         self._titles()
         self.norm.name_lines()
 
-    def _load(self, kind: str) -> None:
-        """``values`` of ``kind`` (None in stats mode: the norm panel reads the stored stats)."""
+    def _load(self, kind: str) -> None:  # ``values`` is None in stats mode: the norm panel reads the stored stats
         values = (self.recording.shard_stats if self.stats_only else self.recording.global_values)(self.name, kind)
         if values.dtype.name == "bfloat16":  # matplotlib and numpy.ma cannot reduce it
             values = values.astype(np.float32)  # exact: bfloat16 is a float32 prefix
         self.values, self._run_limit = None if self.stats_only else values, None
 
     def _limit(self) -> float | None:
-        """The colour limit over the whole run when ``fixed_scale``, else None (the update's own)."""
         if not self.fixed_scale or self.values is None:
             return None
         if self._run_limit is None:
@@ -111,13 +108,10 @@ class ShardsView:
         ax.set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
 
     def _subject(self) -> str:
-        """What the shown tensor is and when: a gradient "at update k", a parameter or velocity "after" it
-        (NaN/Inf and disagreeing replicas: the title's spread and the norm panel's marks say them)."""
         steps = self.recording.steps
         return subject_text(self.kind, self.name, int(steps[self.index]), int(steps[-1]))
 
-    def finding(self) -> str:
-        """The figure's title: the shown tensor and how far apart its blocks' norms are at the shown update."""
+    def finding(self) -> str:  # the figure's title: the shown tensor and its blocks' norm spread at this update
         text = f"{self._subject()}: {spread_text(self.norm.columns()[self.index], [p.label for p in self.patches])}"
         diverging = diverging_text(self.recording)
         return text + (f"; {diverging}" if diverging else "")
@@ -217,11 +211,8 @@ def plot_shards(
     fixed_scale: bool = False,
 ) -> Figure:
     """The global ``kind`` tensor of ``name`` after optimizer update ``step`` (1 is the first, -1 or None
-    the last), each device's block outlined and named (a block too small for its name: outlined only),
-    beside each unique block's L2 norm over the updates (docs/design.md says what it marks).
+    the last), each device's block outlined and named, beside each unique block's L2 norm over the updates.
 
-    ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``:
-    None (a new figure) or a pair ``(tensor_ax, norm_ax)``.
-    A ``mode="stats"`` recording has no values: its stored block norms are drawn alone.
-    """
+    ``fixed_scale=True``: one colour scale over the whole run, else each update's own. ``ax``: None (a new
+    figure) or a pair ``(tensor_ax, norm_ax)``. A ``mode="stats"`` recording draws its stored block norms alone."""
     return draw_shards(recording, name, kind, step, ax=ax, fixed_scale=fixed_scale).figure

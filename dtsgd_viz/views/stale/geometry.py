@@ -19,26 +19,25 @@ __all__ = ["Row", "StaleGrid", "stale_grid", "stale_finding"]
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One row of the grid: a device holding ``block``; ``first``: the block is named here."""
+    """One row of the grid: a device holding ``block``."""
 
     variable: int
     device: int
     device_name: str
     block: int
     block_name: str
-    first: bool
+    first: bool  # the block is named on this row
 
 
 @dataclasses.dataclass(frozen=True)
 class StaleGrid:
-    """Per run, which velocity moved each device's shard of each variable at each update:
-    ``verdicts[run]`` is ``(len(rows), n_updates)``, indices in ``CLASSES``."""
+    """Per run, which velocity moved each device's shard of each variable at each update."""
 
     runs: tuple[str, ...]
     variables: tuple[str, ...]
     hits: Mapping[str, tuple[StaleHits, ...]]
     rows: tuple[Row, ...]
-    verdicts: Mapping[str, np.ndarray]
+    verdicts: Mapping[str, np.ndarray]  # (len(rows), n_updates): indices into CLASSES
     steps: Mapping[str, np.ndarray]
 
     def counts(self, run: str) -> dict[str, int]:
@@ -51,15 +50,13 @@ class StaleGrid:
         """Shard-updates of ``run`` over every variable shown: updates times devices."""
         return sum(self.counts(run).values())
 
-    def variable_rows(self, variable: int) -> tuple[int, int]:
-        """``(first, stop)``: the rows of variable number ``variable``."""
+    def variable_rows(self, variable: int) -> tuple[int, int]:  # (first, stop): the rows of that variable
         at = [i for i, row in enumerate(self.rows) if row.variable == variable]
         return at[0], at[-1] + 1
 
 
 def stale_grid(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> StaleGrid:
-    """``stale_hits(recording, v, tol)`` of every run and variable ``v`` (``variable``, or all
-    of the first run's), laid out as ``plot_stale`` draws it.
+    """``stale_hits`` of every run and variable (``variable``, or all of the first run's), as ``plot_stale`` draws it.
 
     >>> grid = stale_grid({"default": stale, "exact_update=True": exact})  # doctest: +SKIP
     >>> grid.counts("default")["stale"]  # doctest: +SKIP

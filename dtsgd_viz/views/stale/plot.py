@@ -29,8 +29,7 @@ UPDATE_LINES_UP_TO = 40  # thin white lines between updates while cells are this
 
 
 def settings_line(recording: Recording, what: str, rule: bool = True) -> str:
-    """``plot_stale``'s and ``plot_blocks``' settings: ``what · mesh batch=2 x model=4 · Nesterov, lr 0.05,
-    μ 0.9`` (``rule=False``: no rule, the runs compare rules)."""
+    """``what · mesh batch=2 x model=4 · Nesterov, lr 0.05, μ 0.9`` (``rule=False``: without the rule)."""
     hp = recording.hyperparameters
     lr = float(np.asarray(hp.learning_rate)[0]) if np.size(hp.learning_rate) else float("nan")
     name = ("Nesterov" if hp.nesterov else "momentum" if hp.momentum else "plain") + ", " if rule else ""
@@ -43,7 +42,7 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray) -> None
     steps = grid.steps[run]
     n_rows = len(grid.rows)
     left, right = float(steps[0]) - 0.5, float(steps[-1]) + 0.5
-    # one column per update from the first to the last: one a loss scale skipped stays blank
+    # a column per update from the first to the last: one a loss scale skipped stays blank
     cells = np.ones((n_rows, int(steps[-1] - steps[0]) + 1, 3))
     cells[:, steps - steps[0]] = colors[verdict]
     ax.imshow(
@@ -71,9 +70,7 @@ def _draw_panel(ax: Axes, grid: StaleGrid, run: str, colors: np.ndarray) -> None
 
 
 def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: float = TOL) -> Figure:
-    """Where the stale velocity hits: for each run, which velocity moved each device's shard
-    at each update (``stale_grid(runs, variable, tol)``), rows grouped by block and
-    variable; skipped updates stay blank. The title is ``stale_finding(grid)``.
+    """Per run, which velocity moved each device's shard at each update (``stale_grid``), titled ``stale_finding``.
 
     >>> fig = dtsgd_viz.plot_stale({"default": stale, "exact_update=True": exact})  # doctest: +SKIP
     """
@@ -102,7 +99,6 @@ def plot_stale(runs: Mapping[str, Recording], variable: str | None = None, tol: 
     handles = [
         Patch(facecolor=colors[i], edgecolor="0.6", lw=0.5, label=kind) for i, kind in enumerate(CLASSES) if i in used
     ]
-    # the key beside the grids' top right corner, at the size of the panels' words
     axes[-1].legend(
         handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=style.LABEL_SIZE
     )
