@@ -300,10 +300,11 @@ def test_each_arrow_is_named_once_beside_the_middle_of_its_shaft_and_no_text_cla
 
 
 @pytest.mark.slow
-def test_every_panel_draws_the_marks_the_docstring_names(runs):
+def test_the_key_names_the_marks_every_panel_draws(runs):
     both = dtsgd_viz.plot_update(runs, ROTATED, step=5)
-    assert both.axes[-1].get_legend() is None  # the marks are named in the docstring and the notebooks
-    for key in runs:  # before, after, the path so far in every panel
+    texts = [t.get_text() for t in both.axes[-1].get_legend().get_texts()]
+    assert texts == ["before the update: g taken here", "after it", "step (the arrows' sum)", "path so far"]
+    for key in runs:  # the marks the key names are drawn in every panel
         ax = panel_of(both, key)
         assert {f"zoom-position:{key}", f"zoom-next:{key}"} <= {ln.get_gid() for ln in ax.lines}
         assert f"zoom-trail:{key}" in {c.get_gid() for c in ax.collections}

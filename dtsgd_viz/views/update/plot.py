@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core import style
-from ..core.figure import headline, new_figure
+from ..core.figure import headline, new_figure, root_figure
 from ..paths import geometry as geo
 from ..paths.findings import findings_of
 from ..paths.frames import panel_at
@@ -43,10 +43,11 @@ __all__ = ["plot_update", "update_finding", "term_lengths", "draw_lengths", "UPD
 UPDATE_CAPTION = "Update {k} up close: {zoom}"  # {zoom}: ``zoom.zoom_caption``'s words
 MAX_PANEL = 3.6  # inches: the largest panel side (one or two runs)
 PANEL_GAP = 0.55  # inches between panels (their tick labels)
-HEAD = 1.5  # inches over and under the panels: headline, panel titles, ticks, caption
+HEAD = 1.75  # inches over and under the panels: headline, the key, panel titles, ticks, caption
 BAR_ROW = 0.15  # inches per bar of the lengths chart under the panels
 BAR_HEAD = 0.7  # inches the chart adds: its axis, the gaps between its groups and over it
 GROUP_GAP = 0.7  # bars of empty space between the chart's groups
+KEY_BELOW = 30.0  # points from the chart's axis down to the key: its tick labels and axis label over it
 
 
 def plot_update(
@@ -67,9 +68,7 @@ def plot_update(
         the runs differ most, the one ``plot_paths`` picks).
       name: the recorded variable (default: the only one).
 
-    In a panel the white disk is the parameter before the update (where g is taken), the
-    ring where it is after, the plain line the step the arrows add up to, the faint line
-    the path so far. Every panel has one zoom, so lengths compare by eye; an update under
+    A key under the chart names the panels' marks. Every panel has one zoom, so lengths compare by eye; an update under
     ``INSET_BELOW`` of the panel is drawn again in an inset. The bars are the lengths
     ``findings(runs, surface, step=step)`` prints. Returns the ``Figure``; bad input raises
     ``ValueError`` or ``TypeError`` naming what was received.
@@ -121,12 +120,44 @@ def plot_update(
             draw_inset(ax, scene, own[key], shared[key], styles[key], labels=True)
     chart = fig.add_subplot(grid[1, :])
     draw_lengths(chart, bars, scene.colors)
+    _key(chart)
     caption = UPDATE_CAPTION.format(k=update, zoom=zoom_caption(scene.box, shared, not scene.plane.is_identity))
     fig.supxlabel(caption, fontsize=style.NOTE_SIZE, color="0.3")
     fig.draw_without_rendering()  # the layout, once: the arrows' names are then kept inside their panels
     for ax in axes.values():
         panel.keep_labels_inside(ax)
     return fig
+
+
+def _key(chart: Axes) -> None:
+    """One row under the lengths chart naming the panels' marks, in grey."""
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import offset_copy
+
+    grey, current = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"]
+    marks = {
+        "before the update: g taken here": dict(
+            ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey, mew=1.4
+        ),
+        "after it": dict(
+            ls="none", marker=current.marker, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3), mew=1.4
+        ),
+        "step (the arrows' sum)": dict(ls="-", lw=1.1, color=grey),
+        "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
+    }
+    chart.legend(
+        [Line2D([0, 1], [0, 0], **m) for m in marks.values()],
+        list(marks),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        bbox_transform=offset_copy(chart.transAxes, root_figure(chart), y=-KEY_BELOW, units="points"),
+        ncols=len(marks),
+        fontsize=style.NOTE_SIZE,
+        frameon=False,
+        handletextpad=0.4,
+        columnspacing=1.6,
+        borderaxespad=0.0,
+    )
 
 
 def term_lengths(terms: Mapping[str, upd.UpdateTerms]) -> list[tuple[str, str, float]]:
