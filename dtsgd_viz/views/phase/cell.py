@@ -53,8 +53,7 @@ def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
 
 
 def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Surface, tol: float) -> dict[str, Line2D]:
-    """Each recording's loss above ``surface.min_value`` per update (log y), the ``tol`` line and where each run
-    stays within tol (``pick_finding``'s outcomes), over twice the slower run's updates (at least ``MIN_SHOWN``)."""
+    """Each run's loss above ``surface.min_value`` per update (log y), the ``tol`` line, where each stays within it."""
     looks = style.run_looks(recordings)
     all_losses = {key: path_losses(rec, surface) for key, rec in recordings.items()}
     reached = [int(steps_to_tolerance(v, surface.min_value, tol)) for v in all_losses.values()]

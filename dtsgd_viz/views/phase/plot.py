@@ -85,7 +85,7 @@ def ratio_cmap(vmax: float = 2.0) -> Colormap:
 
 @dataclasses.dataclass(frozen=True)
 class _MapGrid:
-    """What every map of one ``draw_phase`` shares; ``h``: the sorted eigenvalues (None: no theory)."""
+    """What the maps of one ``draw_phase`` share; ``h``: sorted eigenvalues (None: no theory); ``*_f``: for contours."""
 
     lrs: np.ndarray
     mus: np.ndarray
@@ -107,7 +107,6 @@ def _map_grid(grid, surface, loss0) -> _MapGrid:
     cap = cap_rate(loss0, grid.tol, grid.max_steps) if loss0 is not None else float("nan")
     if h is not None and np.isfinite(cap):
         cap = round(cap, 3)
-    # the theory on a fine grid: contours are drawn from it, not from the cells
     lr_f = np.geomspace(lr_e[0], lr_e[-1], 300)
     mu_f = np.linspace(max(mu_e[0], 0.0), min(mu_e[-1], 0.999), 250)
     return _MapGrid(lrs, mus, grid.max_steps, lr_e, mu_e, h, lr_f, mu_f, np.linspace(mus[0], mus[-1], 200), cap)
@@ -142,7 +141,6 @@ def draw_phase(
 
 
 def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapGrid) -> None:
-    """One rule's map of updates to converge and, on a quadratic, its theory."""
     from matplotlib import colormaps
     from matplotlib.colors import ListedColormap, Normalize
 
@@ -222,7 +220,6 @@ def draw_cap_contour(ax: Axes, key: str, nesterov: bool, g: _MapGrid) -> Contour
 
 
 def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = None) -> None:
-    """The log2 ratio where both rules converge, the other cells as neutral regions."""
     from matplotlib.colors import Normalize
 
     ax.set_label("phase:ratio")
