@@ -146,7 +146,7 @@ def block_rates(recording: Recording, surface: ShardedQuadratic, name: str = "w"
 
 
 def rates_finding(rates: BlockRates, learning_rate: float | None = None) -> str:
-    """The headline at ``learning_rate``: the run's fastest and slowest blocks (or how many diverge), the other rule."""
+    """The headline at ``learning_rate``: fastest and slowest blocks (or how many diverge) per rule, the run's first."""
     pos = rates.positions(learning_rate)
     run, other = RULE_NAMES[rates.nesterov], RULE_NAMES[not rates.nesterov]
     rho, rho_o, h = pos[rates.nesterov][1], pos[not rates.nesterov][1], rates.curvature

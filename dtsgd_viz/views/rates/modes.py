@@ -41,7 +41,7 @@ def mode_errors(path: ArrayLike, minimum: ArrayLike, eigenvectors: ArrayLike) ->
 
 def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, nesterov: bool, n: int) -> np.ndarray:
     """A bound ``env_k >= |e_k|`` (k = 0..n) that the mode started at ``e0`` at rest touches: the smaller of
-    ``|e0| rho^k + |beta| sum_{j<k} |l1|^j |l2|^(k-1-j)`` and ``|c1| |l1|^k + |c2| |l2|^k``, l1, l2 the eigenvalues.
+    ``|e0| rho^k + |beta| sum_{j<k} |l1|^j |l2|^(k-1-j)`` and ``|c1| |l1|^k + |c2| |l2|^k``, l1, l2 eig(``M``).
 
     >>> mode_envelope(2.0, 0.1, 0.0, 1.0, False, 3).round(6).tolist()   # plain SGD: 2 * 0.9^k
     [2.0, 1.8, 1.62, 1.458]
