@@ -22,8 +22,7 @@ PHASE_LEGEND_SIZE = 10.5  # their legends under the maps: read at a glance, as t
 
 
 def frame(ax: Axes, lr_e: Sequence[float] | np.ndarray, mu_e: Sequence[float] | np.ndarray, title: str) -> None:
-    """A map's frame: the log learning-rate axis (``log_ticks`` in the one log tick format)
-    and the momentum axis, their labels and ``title``."""
+    """A map's frame: the log learning-rate axis (``log_ticks``), the momentum axis, labels and ``title``."""
     from matplotlib.ticker import FixedLocator, LogLocator
 
     ax.set_xscale("log")
@@ -62,8 +61,7 @@ def add_colorbars(
 
 
 def ratio_ticks(vmax: float) -> list[float]:
-    """The ratio colour bar's ticks (log2 units) from ``-vmax`` to ``vmax``: every half
-    up to 2x, every whole past it.
+    """The ratio colour bar's ticks (log2 units) over ``-vmax..vmax``: halves up to 2x, wholes past it.
 
     >>> ratio_ticks(1), ratio_ticks(2)
     ([-1.0, -0.5, 0.0, 0.5, 1.0], [-2.0, -1.0, 0.0, 1.0, 2.0])

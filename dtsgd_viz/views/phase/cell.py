@@ -24,8 +24,7 @@ MIN_SHOWN = 10  # updates: the loss panel shows at least these many
 
 
 def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
-    """What the runs at a picked cell show, one line: ``outcomes[key] = (updates to tol
-    (-1: never), diverged)`` per rule, the faster rule first.
+    """The picked cell's headline; ``outcomes[key] = (updates to tol (-1: never), diverged)`` per rule.
 
     >>> pick_finding(0.0502, 0.8, {"momentum": (49, False), "nesterov": (23, False)}, 150)
     'At lr 0.0502, μ 0.8 Nesterov reaches tol in 23 updates, momentum in 49'
@@ -54,10 +53,7 @@ def pick_finding(lr: float, mu: float, outcomes: dict, steps: int) -> str:
 
 
 def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Surface, tol: float) -> dict[str, Line2D]:
-    """Each recording's loss above ``surface.min_value`` per update on ``ax`` (log y) and
-    the ``tol`` line, named in a key, each line marked where it stays within tol (the
-    outcomes are ``pick_finding``'s, the figure's headline); twice the updates the slower
-    run needs are shown (at least ``MIN_SHOWN``)."""
+    """Each run's loss above ``surface.min_value`` per update (log y), the ``tol`` line, where each stays within it."""
     looks = style.run_looks(recordings)
     all_losses = {key: path_losses(rec, surface) for key, rec in recordings.items()}
     reached = [int(steps_to_tolerance(v, surface.min_value, tol)) for v in all_losses.values()]
@@ -88,7 +84,6 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
     if np.isfinite(floor):
         ax.set_ylim(bottom=min(floor, tol) / 3)
     ax.set_xlabel(LOSS_XLABEL, fontsize=style.LABEL_SIZE)  # x = k: the loss after k updates
-    # the loss after k updates, over the minimum when it is not 0 (tol is on that gap)
     above = "" if float(surface.min_value) == 0.0 else " − minimum"
     ax.set_ylabel(f"{LOSS_YLABEL}{above} (log)", fontsize=style.LABEL_SIZE)
     ax.tick_params(labelsize=style.TICK_SIZE)

@@ -1,5 +1,4 @@
-"""Pure numpy behind ``views.phase.plot``: the ratio, regions and edges of the cells, the
-cap's rate, where contours are drawn, the log ticks and the maps' findings."""
+"""Pure numpy behind ``views.phase.plot``: ratios, regions, cell edges, the cap's rate, contours, ticks, findings."""
 
 from __future__ import annotations
 
@@ -15,14 +14,12 @@ if TYPE_CHECKING:
     from ...theory.surfaces import Surface
 
 
-# the ratio map's cells: both converge (the diverging colour map), or one of the neutrals
 REGIONS = ("both", "only_momentum", "only_nesterov", "cap_momentum", "cap_nesterov", "neither", "diverged")
 TIE_WITHIN = 0.1  # two counts within 10% of each other are a tie: white on the ratio map, counted apart
 
 
 def phase_ratio(momentum_steps: ArrayLike, nesterov_steps: ArrayLike) -> np.ndarray:
-    """``log2(Nesterov updates / momentum updates)`` per cell: ``-inf`` where only
-    Nesterov converges, ``+inf`` where only momentum does, NaN where neither does.
+    """``log2(Nesterov updates / momentum updates)`` per cell; -inf: only Nesterov converges, +inf: only momentum.
 
     >>> phase_ratio([[10, 10, -1, -1]], [[5, 10, 7, -1]]).tolist()
     [[-1.0, 0.0, -inf, nan]]
@@ -37,8 +34,7 @@ def phase_ratio(momentum_steps: ArrayLike, nesterov_steps: ArrayLike) -> np.ndar
 
 
 def ratio_limit(values: ArrayLike) -> tuple[int, str]:
-    """The ratio map's colour limit in log2 units, the smallest of 1, 2, 3 (2x, 4x, 8x)
-    covering the 98th percentile of ``|values|``, and the colour bar's ``extend``.
+    """The ratio map's colour limit (log2), the least of 1, 2, 3 over the 98th percentile of ``|values|``; ``extend``.
 
     >>> ratio_limit([0.2, -0.9, 0.5]), ratio_limit([-1.5] + [0.1] * 99), ratio_limit([])
     ((1, 'neither'), (1, 'min'), (1, 'neither'))
@@ -56,8 +52,7 @@ def ratio_limit(values: ArrayLike) -> tuple[int, str]:
 def ratio_regions(
     momentum_steps: ArrayLike, momentum_diverged: ArrayLike, nesterov_steps: ArrayLike, nesterov_diverged: ArrayLike
 ) -> np.ndarray:
-    """Each cell's index into ``REGIONS`` (``cap_momentum``: only momentum converged, Nesterov
-    neither converged nor diverged within the step cap; ``cap_nesterov`` the other way).
+    """Each cell's index into ``REGIONS``; ``cap_*``: only that rule converged, the other hit the cap undiverged.
 
     >>> ratio_regions([[5, 5, -1, 5, -1, -1, -1]], [[0, 0, 1, 0, 0, 0, 1]], [[3, -1, 4, -1, 4, -1, -1]],
     ...               [[0, 1, 0, 0, 0, 0, 1]]).tolist()
@@ -95,8 +90,7 @@ def cap_rate(loss0: float, tol: float, steps: int) -> float:
 
 
 def log_ticks(lo: float, hi: float) -> tuple[list, list]:
-    """``(major, labelled_minor)`` ticks of a log axis from ``lo`` to ``hi``: the decades,
-    and the 2s and 5s (more within a decade) when it spans few."""
+    """``(major, labelled_minor)`` log ticks over ``lo..hi``: the decades, and 2s and 5s (more) when it spans few."""
     spans = ((0.5, range(2, 10)), (1.0, (2, 3, 5)), (1.6, (2, 5)), (np.inf, ()))
     subs = next(s for most, s in spans if np.log10(hi / lo) <= most)
     major, minor = [], []
@@ -109,8 +103,7 @@ def log_ticks(lo: float, hi: float) -> tuple[list, list]:
 
 
 def mode_losses(surface: Surface, start: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """The distinct Hessian eigenvalues of a quadratic ``surface`` and the loss ``start``
-    holds in each eigenspace (None without ``hessian_eigenvalues``).
+    """A quadratic ``surface``'s distinct Hessian eigenvalues and the loss ``start`` holds in each (else None).
 
     >>> from dtsgd_viz.theory import surfaces
     >>> h, loss = mode_losses(surfaces.RotatedQuadratic(condition=20.0, angle=30.0))
@@ -155,8 +148,7 @@ EDGE_BAND = 0.12  # no contour this close (a fraction of the learning rate) to t
 def contour_mask(
     learning_rates: ArrayLike, momenta: ArrayLike, hessian_eigenvalues: ArrayLike, nesterov: bool
 ) -> np.ndarray:
-    """``out[i, j]`` True where no contour is drawn: no convergence, or within ``EDGE_BAND``
-    of the stability boundary.
+    """``out[i, j]`` True where no contour is drawn: no convergence, or within ``EDGE_BAND`` of the boundary.
 
     >>> contour_mask([0.01, 0.085, 0.095, 0.2], [0.0], [1.0, 20.0], False).tolist()   # boundary 0.1
     [[False, False, True, True]]
@@ -169,8 +161,7 @@ def contour_mask(
 
 
 def phase_finding(momentum_steps: ArrayLike, nesterov_steps: ArrayLike, within: float = TIE_WITHIN) -> str:
-    """The ratio map's finding: where both converge, how often each rule is more than
-    ``within`` faster, and the ties.
+    """The ratio map's finding: where both converge, how often each rule is over ``within`` faster, the ties.
 
     >>> phase_finding([[10, 8, 20, -1]], [[5, 8, 21, 3]], within=0)
     'Both converge in 3 cells: Nesterov faster in 1, momentum in 1, ties 1'

@@ -1,5 +1,4 @@
-"""The phase diagram as a figure: updates to converge over (learning rate x momentum) for
-classical momentum and Nesterov, the log2 ratio of the two, and the theory on top."""
+"""The phase diagram: each rule's updates to converge over (learning rate x momentum), their log2 ratio, theory."""
 
 from __future__ import annotations
 
@@ -51,7 +50,6 @@ if TYPE_CHECKING:
 RULES = theory.RULES
 MIN_PIECE = 0.08  # axes fractions: shorter pieces of a contour (cut by the mask) are not drawn
 TITLES = {"momentum": "Momentum: stable iff lr·h < 2(1+μ)", "nesterov": "Nesterov: stable iff lr·h < 2(1+μ)/(1+2μ)"}
-# the figure's size for each ``show``: "both" is the rule maps over the full-width ratio map, a legend under each
 SHOWS = {"both": (style.WIDTH, 9.4), "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.0)}
 
 
@@ -74,8 +72,7 @@ class PhaseView:
 
 
 def ratio_cmap(vmax: float = 2.0) -> Colormap:
-    """The ratio map's colour map on ``Normalize(-vmax, vmax)``: Nesterov faster red,
-    momentum faster blue, ``style.TIE_FACE`` exactly over the ties (within ``TIE_WITHIN``)."""
+    """The ratio colour map on ``Normalize(-vmax, vmax)``: Nesterov faster red, momentum blue, ties ``TIE_FACE``."""
     from matplotlib import colormaps
     from matplotlib.colors import LinearSegmentedColormap
 
@@ -88,7 +85,7 @@ def ratio_cmap(vmax: float = 2.0) -> Colormap:
 
 @dataclasses.dataclass(frozen=True)
 class _MapGrid:
-    """What every map of one ``draw_phase`` shares; ``h``: the sorted eigenvalues (None: no theory)."""
+    """What the maps of one ``draw_phase`` share; ``h``: sorted eigenvalues (None: no theory); ``*_f``: for contours."""
 
     lrs: np.ndarray
     mus: np.ndarray
@@ -110,7 +107,6 @@ def _map_grid(grid, surface, loss0) -> _MapGrid:
     cap = cap_rate(loss0, grid.tol, grid.max_steps) if loss0 is not None else float("nan")
     if h is not None and np.isfinite(cap):
         cap = round(cap, 3)
-    # the theory on a fine grid: contours are drawn from it, not from the cells
     lr_f = np.geomspace(lr_e[0], lr_e[-1], 300)
     mu_f = np.linspace(max(mu_e[0], 0.0), min(mu_e[-1], 0.999), 250)
     return _MapGrid(lrs, mus, grid.max_steps, lr_e, mu_e, h, lr_f, mu_f, np.linspace(mus[0], mus[-1], 200), cap)
@@ -124,10 +120,8 @@ def draw_phase(
     loss0: float | None = None,
     ratio_title: str | None = None,
 ) -> PhaseView:
-    """Draw the step maps and the ratio map of ``grids`` on ``axes`` (``{"momentum": ax,
-    "nesterov": ax, "ratio": ax}``, any left out) with the theory of a quadratic ``surface``;
-    ``loss0``: the starting loss of the cap's rate (its iso-rate contour, the cap's edge, is
-    drawn). Legends and colour bars are the caller's."""
+    """Draw the maps of ``grids`` on ``axes`` (``{"momentum", "nesterov", "ratio"}``, any left out), a quadratic
+    ``surface``'s theory and the iso-rate contour of ``loss0``'s cap rate; legends and colour bars are the caller's."""
     ratio = phase_ratio(grids["momentum"].steps, grids["nesterov"].steps)
     view = PhaseView(dict(axes), dict(grids), ratio)
     g = _map_grid(grids["momentum"], surface, loss0)
@@ -147,7 +141,6 @@ def draw_phase(
 
 
 def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapGrid) -> None:
-    """One rule's map of updates to converge and, on a quadratic, its theory."""
     from matplotlib import colormaps
     from matplotlib.colors import ListedColormap, Normalize
 
@@ -184,14 +177,12 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
 
 
 def _boundary(ax: Axes, key: str, nesterov: bool, g: _MapGrid, gid: str) -> Artist:
-    """A rule's stability boundary on ``ax`` in its look."""
     assert g.h is not None  # drawn on a quadratic's maps only
     mu = g.mu_line
     return ax.plot(theory.convergence_boundary(mu, g.h[-1], nesterov), mu, **boundary_look(key), gid=gid)[0]
 
 
 def _pieces(path) -> list[np.ndarray]:
-    """The pieces of a contour level's path (split at its MOVETOs)."""
     from matplotlib.path import Path
 
     v, codes = np.asarray(path.vertices), path.codes
@@ -209,9 +200,7 @@ def _arc(xy: np.ndarray, g: _MapGrid) -> np.ndarray:
 
 
 def draw_cap_contour(ax: Axes, key: str, nesterov: bool, g: _MapGrid) -> ContourSet:
-    """The worst mode's iso-rate contour of one rule at the cap's rate, masked by
-    ``contour_mask``, only left of the flattest direction's critical damping (past it the
-    steep direction decides), short pieces dropped."""
+    """The cap's iso-rate contour, masked, left of the flat mode's critical damping (past it the steep one decides)."""
     from matplotlib.path import Path
 
     assert g.h is not None  # contours are drawn on a quadratic's maps only
@@ -231,7 +220,6 @@ def draw_cap_contour(ax: Axes, key: str, nesterov: bool, g: _MapGrid) -> Contour
 
 
 def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = None) -> None:
-    """The log2 ratio where both rules converge, the other cells as neutral regions."""
     from matplotlib.colors import Normalize
 
     ax.set_label("phase:ratio")
@@ -267,14 +255,12 @@ def plot_phase(
     show: str = "both",
     mark: tuple[float, float] | None = None,
 ) -> Figure:
-    """Updates to converge over a (learning rate x momentum) grid for classical momentum
-    and Nesterov, their log2 ratio, and (on a quadratic) the theory. The title is
-    ``steps_finding`` (``show="steps"``) or ``phase_finding``.
+    """Updates to converge over a (learning rate x momentum) grid for momentum and Nesterov, their log2 ratio and
+    (on a quadratic) the theory; the title is ``steps_finding`` (``show="steps"``) or ``phase_finding``.
 
     Args:
       surface: a ``dtsgd_viz.surfaces`` surface (the theory needs ``hessian_eigenvalues``).
-      learning_rates, momenta: increasing grid values; default 24 learning rates around
-        ``1 / h_max`` and 20 momenta in [0, 0.95].
+      learning_rates, momenta: increasing grid values; default 24 around ``1 / h_max`` and 20 in [0, 0.95].
       steps: the cap on updates per cell; tol: on ``loss - surface.min_value``.
       show: ``"steps"``, ``"ratio"`` or ``"both"`` (the rule maps over the ratio map).
       mark: ``(learning_rate, momentum)`` of a cell to outline on the maps.

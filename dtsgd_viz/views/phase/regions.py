@@ -1,5 +1,4 @@
-"""The phase maps' regions (the cells no colour map covers) as neutrals and hatches, named
-in the legend (``legend_handles``)."""
+"""The phase maps' regions (cells no colour map covers): neutral faces, hatches and their legend entries."""
 
 from __future__ import annotations
 
@@ -68,7 +67,6 @@ def mark_cell(ax: Axes, lr_e: np.ndarray, mu_e: np.ndarray, lr: float, mu: float
 
 
 def boundary_look(key: str) -> dict[str, Any]:
-    """A rule's stability boundary: the rule's own line over a white stroke."""
     look = style.run_looks([key])[key]
     return dict(**look.line(), path_effects=outline("white", look.lw + 2.4))
 
@@ -84,7 +82,6 @@ def region_patch(region: str, steps: int) -> Patch | Line2D:
 
 
 def diverged_handle(label: str) -> Line2D:
-    """A legend entry for divergence as the maps draw it: a dark grey swatch with a white x."""
     from matplotlib.lines import Line2D
 
     mark = {"marker": "x", "mec": "white", "ms": DIVERGED_MARK["ms"], "mew": DIVERGED_MARK["mew"]}
@@ -92,8 +89,7 @@ def diverged_handle(label: str) -> Line2D:
 
 
 def draw_ratio_regions(ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray) -> np.ndarray:
-    """The ratio map's neutral cells, hatched (``style.HATCHES``) or with x marks; returns
-    each cell's index into ``REGIONS``."""
+    """The ratio map's neutral cells, hatched or x-marked; returns each cell's index into ``REGIONS``."""
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Rectangle
@@ -127,15 +123,13 @@ def draw_ratio_regions(ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarra
 
 
 def _in_view(line) -> bool:
-    """Whether some vertex of ``line`` (a ``Line2D``) lies inside its axes' x limits."""
     x0, x1 = sorted(line.axes.get_xlim())
     x = np.asarray(line.get_xdata(), np.float64)
     return bool(np.any((x >= x0) & (x <= x1)))
 
 
 def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text: str) -> tuple[list, list]:
-    """The legend's entries of ``view``, each only when its mark is drawn; the boundaries go
-    with the step maps when they are drawn. Returns ``(step_entries, ratio_entries)``."""
+    """``(step_entries, ratio_entries)``, each only when drawn; the boundaries go with the step maps if any."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 

@@ -1,10 +1,4 @@
-"""Shards on the rate curve: each block of a ``ShardedQuadratic`` sits at ``a = lr * h`` on
-each momentum rule's rate curve, beside each block's error over the run::
-
-    s = dtsgd_viz.surfaces.ShardedQuadratic()
-    r = dtsgd_viz.run(s, {"n": dict(learning_rate=1.0, momentum=0.9, nesterov=True)}, steps=60)["n"]
-    fig = dtsgd_viz.plot_block_rates(r, s)
-"""
+"""Each ``ShardedQuadratic`` block at ``a = lr * h`` on both rules' rate curves, beside its error over the run."""
 
 from __future__ import annotations
 
@@ -35,8 +29,7 @@ RULE_LOOKS = {False: style.RULE_LOOKS["momentum"], True: style.RULE_LOOKS["neste
 RATE_FLOOR = -0.04  # the rate axis starts under 0: a block at rate 0 shows whole
 TOP = 1.22  # a rate over this is drawn at it
 ROOM = 1.15  # the x axis ends at ROOM x momentum's limit, just past its dotted line
-# momentum's block an open square under Nesterov's triangle (both rates are near 0.95 at
-# small lr·h), the star the run measured on top of both; s in points²
+# momentum's open square under Nesterov's triangle (rates near 0.95 at small lr·h), the measured star on top; s: pt²
 MARKS = {False: dict(s=240, facecolors="none", linewidths=1.4, zorder=4), True: dict(s=90, linewidths=1.5, zorder=5)}
 STAR_SIZE = 60
 FIGSIZE = style.RATES_SIZE
@@ -51,9 +44,8 @@ def measured_decay(
     scale: float | None = None,
     signed: ArrayLike | None = None,
 ) -> float:
-    """Per-update decay factor of a block's error: the largest root of the recurrence
-    ``c[k+1] = alpha c[k] + beta c[k-1]`` fitted to the ``signed`` series (``errors`` when
-    None); NaN when fewer than ``MIN_POINTS`` errors are usable or the steps are uneven.
+    """Per-update decay: the largest root of ``c[k+1] = alpha c[k] + beta c[k-1]`` fitted to ``signed`` (or ``errors``);
+    NaN under ``MIN_POINTS`` usable errors or on uneven steps.
 
     >>> round(measured_decay([1.0, 0.5, 0.25, 0.125], [0, 1, 2, 3]), 9)
     0.5
@@ -78,8 +70,7 @@ def measured_decay(
 
 @dataclasses.dataclass(frozen=True)
 class BlockRates:
-    """Per unique block of a ``ShardedQuadratic`` recording: its ``curvature``, ``errors``
-    (``(n_updates + 1, n_blocks)``), ``measured`` decay and the run's settings."""
+    """Per unique block of a ``ShardedQuadratic`` run: ``curvature``, ``errors`` (updates + 1, blocks), ``measured``."""
 
     groups: tuple[tuple[int, ...], ...]
     labels: tuple[str, ...]
@@ -130,7 +121,6 @@ def block_rates(recording: Recording, surface: ShardedQuadratic, name: str = "w"
     errors = np.stack([np.sqrt(np.sum(e**2, axis=1)) for e in diffs], 1)
     updates = np.concatenate([[0], np.asarray(recording.steps)])
     dtype = recording.record(name).dtype
-    # the minimum's size sets the rounding floor as much as the start error does
     scale = [float(np.sqrt(np.sum(np.broadcast_to(surface.target, path[(0,) + b].shape) ** 2))) for b in blocks]
     # each block's error along its starting direction (signed: the recurrence needs it)
     signed = [e @ e[0] / n0 if n0 > 0 else np.zeros(len(path)) for e, n0 in zip(diffs, errors[0])]
@@ -156,8 +146,7 @@ def block_rates(recording: Recording, surface: ShardedQuadratic, name: str = "w"
 
 
 def rates_finding(rates: BlockRates, learning_rate: float | None = None) -> str:
-    """The headline at ``learning_rate``: which blocks converge fastest and slowest (or how
-    many diverge) under the run's rule, and what the other rule would do."""
+    """The headline at ``learning_rate``: fastest and slowest blocks (or how many diverge) per rule, the run's first."""
     pos = rates.positions(learning_rate)
     run, other = RULE_NAMES[rates.nesterov], RULE_NAMES[not rates.nesterov]
     rho, rho_o, h = pos[rates.nesterov][1], pos[not rates.nesterov][1], rates.curvature
@@ -185,7 +174,6 @@ def rates_finding(rates: BlockRates, learning_rate: float | None = None) -> str:
 
 
 def rates_settings(rates: BlockRates, surface: Surface) -> str:
-    """The run's settings, one line."""
     label = getattr(surface, "label", type(surface).__name__)
     run = f"{RULE_NAMES[rates.nesterov]}, lr {rates.learning_rate:g}, μ {rates.momentum:g}"
     return f"real DTensor SGD, {run}, {int(rates.updates[-1])} updates · {label}"
@@ -298,8 +286,7 @@ class RatesView:
         legend.set_zorder(10)
 
     def _draw_errors(self, ax: Axes) -> None:
-        """Each block's error over the run, the rounding floor shaded, the blocks named in a key
-        at the right, block by block."""
+        """Each block's error over the run, the rounding floor shaded, a key of the blocks at the right."""
         from matplotlib.transforms import blended_transform_factory
 
         r = self.rates
@@ -358,9 +345,8 @@ class RatesView:
 def plot_block_rates(
     recording: Recording, surface: ShardedQuadratic, name: str = "w", *, learning_rate: float | None = None
 ) -> Figure:
-    """Every device block of a ``ShardedQuadratic`` recording on both momentum rules' rate
-    curves (x: ``lr * h``), the decay measured on each block as stars and, beside, each
-    block's error over the updates. ``learning_rate`` places the blocks for another one."""
+    """Every device block of a ``ShardedQuadratic`` recording on both rules' rate curves (x: ``lr * h``), measured
+    decays as stars, each block's error beside; ``learning_rate`` places the blocks for another one."""
     return draw_block_rates(recording, surface, name, learning_rate=learning_rate).figure
 
 

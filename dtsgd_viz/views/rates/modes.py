@@ -1,13 +1,11 @@
-"""Why momentum works: on a quadratic the error splits along the Hessian's eigenvectors, and
-each part (a *mode*) shrinks by its own rate per update.
+"""Why momentum works: on a quadratic each eigenvector's part of the error (a *mode*) shrinks by its own rate.
 
-    >>> import dtsgd_viz
-    >>> from dtsgd_viz import surfaces
-    >>> s = surfaces.RotatedQuadratic(condition=10.0)
-    >>> recs = dtsgd_viz.run(s, {"momentum": dict(learning_rate=0.05, momentum=0.9)}, steps=5)
-    >>> fig = dtsgd_viz.plot_modes(recs, s)
-    >>> [ax.get_label() for ax in fig.axes]
-    ['mode:0', 'mode:1', 'rates']
+>>> import dtsgd_viz
+>>> s = dtsgd_viz.surfaces.RotatedQuadratic(condition=10.0)
+>>> recs = dtsgd_viz.run(s, {"momentum": dict(learning_rate=0.05, momentum=0.9)}, steps=5)
+>>> fig = dtsgd_viz.plot_modes(recs, s)
+>>> [ax.get_label() for ax in fig.axes]
+['mode:0', 'mode:1', 'rates']
 """
 
 from __future__ import annotations
@@ -42,9 +40,8 @@ def mode_errors(path: ArrayLike, minimum: ArrayLike, eigenvectors: ArrayLike) ->
 
 
 def mode_envelope(e0: float, learning_rate: float, momentum: float, h: float, nesterov: bool, n: int) -> np.ndarray:
-    """A bound ``env_k >= |e_k|``, ``k = 0..n``, that the mode started at ``e0`` (zero
-    velocity) touches: the smaller of ``|e0| rho^k + |beta| sum_{j<k} |l1|^j |l2|^(k-1-j)``
-    and ``|c1| |l1|^k + |c2| |l2|^k``, ``l1, l2`` the iteration matrix's eigenvalues.
+    """A bound ``env_k >= |e_k|`` (k = 0..n) that the mode started at ``e0`` at rest touches: the smaller of
+    ``|e0| rho^k + |beta| sum_{j<k} |l1|^j |l2|^(k-1-j)`` and ``|c1| |l1|^k + |c2| |l2|^k``, l1, l2 eig(``M``).
 
     >>> mode_envelope(2.0, 0.1, 0.0, 1.0, False, 3).round(6).tolist()   # plain SGD: 2 * 0.9^k
     [2.0, 1.8, 1.62, 1.458]
@@ -173,7 +170,6 @@ def _check_same_surface(rec, key, surface, name):
 
 
 def _diverging_finding(worst: dict, diverging: dict) -> str:
-    """The headline when some runs diverge: their rates, then the fastest other run."""
     gone = [k for k in sorted(worst, key=worst.__getitem__) if worst[k] >= 1.0]
     left = [k for k in sorted(worst, key=worst.__getitem__) if worst[k] < 1.0]
     at = {k: f" from update {diverging[k]}" if diverging.get(k) is not None else "" for k in gone}
@@ -249,12 +245,10 @@ def plot_modes(
     *,
     name: str = "w",
 ) -> Figure:
-    """Each Hessian eigenvector's recorded error over updates with its envelope from theory;
-    under them each rule's rate against ``lr * h``, zoomed where runs' rates are close.
+    """Each eigenvector's recorded error and theory's envelope; under them each rule's rate against ``lr * h``.
 
     Args:
-      recordings: a ``Recording`` or ``{name: Recording}`` of runs on ``surface`` (as
-        ``dtsgd_viz.run`` returns), every update recorded.
+      recordings: a ``Recording`` or ``{name: Recording}`` (as ``dtsgd_viz.run`` returns), every update recorded.
       surface: a quadratic with a ``hessian`` (``surfaces.RotatedQuadratic``).
     """
     data = modes_data(recordings, surface, name)
@@ -279,7 +273,6 @@ def plot_modes(
 
 
 def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None:
-    """Mode ``i``: each run's error along its eigenvector and its envelope; mode 0 holds the key."""
     ax.set_label(f"mode:{i}")
     envelope = style.ROLE_LOOKS["envelope"]
     errs = [np.abs(e[:, i]) for e in data.errors.values()]
@@ -312,8 +305,7 @@ def _draw_mode(ax: Axes, data: ModeData, i: int, name: str, looks: dict) -> None
 
 
 def _mode_key(ax: Axes, data: ModeData, looks: dict) -> None:
-    """The direction panels' key: each run's line, and the envelope (the marks on the rate
-    curves are named by the zoom's key)."""
+    """The direction panels' key: each run's line and the envelope (the zoom's key names the rate marks)."""
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], **looks[key].line(), label=display_name(key)) for key in data.settings]
@@ -370,7 +362,6 @@ def _draw_rates(ax: Axes, data: ModeData, looks: dict) -> None:
 
 
 def _draw_zoom(ax: Axes, data: ModeData, looks: dict, i: int) -> None:
-    """Direction ``i``'s band of rates, each run's rate in the legend."""
     from matplotlib.lines import Line2D
 
     ax.set_label("rate-zoom")
