@@ -204,8 +204,8 @@ for c in traffic["kernels sharded over model"][1].extra:
 # device contributes, in the colour of the mesh dim it runs along, as in the mesh
 # pictures above; under each column, how many groups of how many devices take part),
 # then its velocity and its parameter, both local. Nesterov's look-ahead is part of the
-# local velocity and parameter arithmetic, so it should add no communication. Here are the compiled
-# programs of a momentum step and a Nesterov step for the sharded model:
+# local velocity and parameter arithmetic, so it should add no communication. Below, both rules'
+# compiled steps for the sharded model are compared, and the figure draws one of them:
 
 # %%
 rule_reports = {
@@ -233,9 +233,9 @@ show(dtsgd_viz.plot_timeline(rule_reports))
 #
 # The hidden layer's kernel `d1/kernel` is 4x16, cut into four 4x4 column blocks over
 # `model` and copied over `batch`. Left: its velocity after update 20 (`step=20` is
-# optimizer update 20, as `r.steps` counts), each block outlined and labelled with both
-# devices holding it, in the block's colour. Right: each block's velocity norm over all
-# 150 updates, one line per block in the same colour (log scale). The two replicas of a
+# optimizer update 20, as `r.steps` counts), each block outlined and tagged with both
+# devices holding it, the tag in the block's colour. Right: each block's velocity norm over all
+# 150 updates, one line per block in its tag's colour (log scale), a dot at the update shown. The two replicas of a
 # block (its shards on CPU:0 and CPU:4, ...) are one line: they always agree (a diamond would mark an
 # update where they did not). The four blocks, holding different hidden units, move at
 # different paces; the vertical line is the update shown on the left.
