@@ -260,9 +260,11 @@ def test_norm_lines_are_each_blocks_l2_norm(sharded):
     # a dot on every block's line at the shown update, in the block's colour, over the lines
     dots = next(c for c in norm_ax.collections if c.get_gid() == "step-dots")
     want = np.array([truth[2, d[0]] for d in geometry.replica_groups], np.float64)
-    np.testing.assert_allclose(dots.get_offsets()[:, 1], want, rtol=1e-6)
+    order = np.argsort(dots.get_offsets()[:, 1])  # drawn extremes last; compared by value
+    np.testing.assert_allclose(dots.get_offsets()[order, 1], np.sort(want), rtol=1e-6)
     assert _dots_at(norm_ax, dots, 3)
-    np.testing.assert_allclose(dots.get_facecolors()[:, :3], [to_rgb(c) for c, _, _ in styles])
+    colors = np.array([to_rgb(c) for c, _, _ in styles])
+    np.testing.assert_allclose(dots.get_facecolors()[order, :3], colors[np.argsort(want)])
     assert dots.get_zorder() > step_line.get_zorder()
     # its first and last updates stay visible too
     for step in (1, STEPS):
@@ -1051,7 +1053,7 @@ def test_a_100000_update_line_is_drawn_two_points_a_pixel_column(mode):
     assert lo <= np.nanmin(view.norm.data) and hi >= np.nanmax(view.norm.data)
     dots = next(c for c in ax.collections if c.get_gid() == "step-dots")
     at = view.norm.data[54320]  # every finite norm at the shown update, exact
-    np.testing.assert_array_equal(dots.get_offsets()[:, 1], at[np.isfinite(at)])
+    np.testing.assert_array_equal(np.sort(dots.get_offsets()[:, 1]), np.sort(at[np.isfinite(at)]))
     # another kind in place: thinned the same way
     view.set_kind("grad")
     for line in view.norm.lines:

@@ -242,6 +242,9 @@ class NormPanel:
         i, x = self.view.index, self.view.updates
         y = self.data[i]
         keep = np.flatnonzero(np.isfinite(y) & np.asarray([line.get_visible() for line in self.lines]))
+        with np.errstate(divide="ignore", invalid="ignore"):  # the extremes (the title's largest, smallest) on top
+            log = np.log(np.abs(y[keep]))
+            keep = keep[np.argsort(np.abs(log - np.median(log)), kind="stable")] if len(keep) else keep
         line, dots = self.step_lines
         line.set_xdata([x[i], x[i]])
         dots.set_offsets(np.column_stack([np.full(len(keep), x[i]), y[keep]]) if len(keep) else np.empty((0, 2)))
