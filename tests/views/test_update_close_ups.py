@@ -149,7 +149,8 @@ def test_the_explorers_close_ups_share_one_zoom_and_inset_a_run_too_small(cases)
                 own = max(np.ptp(inset.get_xlim()), np.ptp(inset.get_ylim()))
                 assert own < zoom.INSET_BELOW * spans[0]
                 (said,) = [t.get_text() for t in inset.texts if (t.get_gid() or "").startswith("inset-zoom:")]
-                assert said == zoom.span_text(spans[0] / own) and said not in text  # said once, in the inset
+                closer = upd.zoom_factor(scene.box, (inset.get_xlim(), inset.get_ylim()))  # of the paths' width
+                assert said == zoom.span_text(closer) and said not in text  # said once, in the inset
 
 
 def test_the_gifs_held_frame_draws_its_close_ups_clean():

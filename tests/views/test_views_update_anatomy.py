@@ -110,7 +110,7 @@ def test_one_zoom_for_every_panel_said_once_and_an_inset_only_for_an_update_too_
             (inset,) = insets
             own = max(np.ptp(inset.get_xlim()), np.ptp(inset.get_ylim()))
             assert own < INSET_BELOW * spans[key] and reach <= own  # too small there, whole here
-            closer = spans[key] / own
+            closer = main / own  # of the paths' width, as the caption's share
             (said,) = [t.get_text() for t in inset.texts if (t.get_gid() or "").startswith("inset-zoom:")]
             assert said == (f"1/{closer:.0f}" if closer >= 9.5 else f"1/{closer:.1f}")
             assert said not in caption  # said once, in the inset

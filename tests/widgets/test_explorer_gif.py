@@ -291,7 +291,8 @@ def test_every_frames_close_ups_share_one_zoom_and_a_tiny_update_gets_an_inset(d
                 (mark,) = marks
                 own = float(np.ptp(ax.xlim))
                 assert own < INSET_BELOW * max(spans) * 1.001, update
-                assert float(mark.text.removeprefix("1/")) == pytest.approx(max(spans) / own, rel=0.06), update
+                closer = zoom_factor((paths.xlim, paths.ylim), (ax.xlim, ax.ylim))  # of the paths' width
+                assert float(mark.text.removeprefix("1/")) == pytest.approx(closer, rel=0.06), update
     assert insets  # the run's last updates hardly move: drawn up close in an inset
     assert demo_gif.frame_updates[-1] == 40
 

@@ -102,7 +102,7 @@ def draw_inset(
     inset.text(
         0.04,
         0.96,
-        span_text(box_span(shared.box) / box_span(own.box)),
+        span_text(upd.zoom_factor(scene.box, own.box)),  # of the paths' width, as the caption says
         transform=inset.transAxes,
         ha="left",
         va="top",
