@@ -74,7 +74,7 @@ def draw_cell_losses(ax: Axes, recordings: Mapping[str, Recording], surface: Sur
             mark: dict[str, Any] = dict(
                 marker=look.marker, ms=2.4 * look.ms, color=look.color, mec="black", mew=1.0, ls="none"
             )
-            ax.plot([k], [shown[k]], **mark, zorder=6, gid=f"cell-reached:{key}")
+            ax.plot([k], [shown[k]], **mark, zorder=6, label=f"within tol from k = {k}", gid=f"cell-reached:{key}")
         if np.isfinite(shown).any():
             floor = min(floor, float(np.nanmin(shown)))
     ax.set_yscale("log")
