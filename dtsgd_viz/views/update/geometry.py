@@ -27,8 +27,8 @@ TERM_SHORT = {"momentum": "μ·v_prev", "lookahead": "μ·v_new", "gradient": "�
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class UpdateTerms:
-    """Update ``step`` (recording index ``index``): ``terms`` as ``(TERM_SHORT key, vector)`` in drawing
-    order, ``total`` the recorded ``p_new - p``, ``iterate`` Nesterov's ``p - mu*v_prev`` (else None)."""
+    """``terms`` as ``(TERM_SHORT key, vector)`` in drawing order, ``total`` the recorded ``p_new - p``,
+    ``iterate`` Nesterov's ``p - mu*v_prev`` (else None)."""
 
     step: int
     index: int
@@ -55,8 +55,7 @@ def why_no_arrows(recording: Recording, index: int | None = None) -> str | None:
 
 
 def decompose_update(recording: Recording, name: str, index: int) -> UpdateTerms:
-    """The recorded update at ``index`` split into tf-keras' SGD terms, in float64; ``ValueError``
-    (``why_no_arrows``) without kinds ``grad``, ``velocity`` and the update before recorded."""
+    """The update at ``index`` as tf-keras' SGD terms, in float64; ``ValueError`` if ``why_no_arrows`` objects."""
     why = why_no_arrows(recording, index)
     if why:
         raise ValueError(f"{why[0].upper()}{why[1:]}, or pass arrows=False.")
@@ -102,8 +101,7 @@ def nesterov_points(update: UpdateTerms, plane: Plane) -> tuple[np.ndarray, np.n
 
 
 def zoom_box(points: ArrayLike, main_box: Box, pad: float = 0.3, min_frac: float = 0.02) -> Box | None:
-    """A square box round the finite ``points`` (None: none), ``pad`` of its size added on each side,
-    at least ``min_frac`` of ``main_box``'s larger side."""
+    """A square box round the finite ``points`` (or None), padded by ``pad``, at least ``min_frac`` of ``main_box``."""
     pts = np.asarray(points, np.float64).reshape(-1, 2)
     pts = pts[np.all(np.isfinite(pts), axis=1)]
     if not len(pts):

@@ -40,8 +40,7 @@ class DrawnArrow:
 
 
 def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -> list[DrawnArrow]:
-    """``chain`` as a close-up ``span`` wide draws it, at true length: a shaft ``SHAFT_HEADS`` heads
-    long, a head at most ``NEXT_HEAD`` of the next arrow, thinner where one folds back.
+    """``chain`` at true length in a close-up ``span`` wide: widths fit ``SHAFT_HEADS`` and ``NEXT_HEAD``, and ``FOLD``.
 
     >>> a, b = fit_arrows([("momentum", np.zeros(2), np.array([1.0, 0.0])),
     ...                    ("gradient", np.array([1.0, 0.0]), np.array([0.0, 0.01]))], 2.0)
@@ -200,8 +199,7 @@ def draw_update_panel(
         keep_labels_inside(ax)
 
 
-# the path so far: tinted, thin and pale enough never to read as an arrow
-TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
+TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5  # the path so far: pale and thin, never read as an arrow
 RING_MS = 8.0  # the ring round the point after the update: small and thin, under the arrows
 START_MS = 6.0  # the white disk where the update starts
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it

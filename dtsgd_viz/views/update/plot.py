@@ -66,10 +66,9 @@ def plot_update(
         the runs differ most, the one ``plot_paths`` picks).
       name: the recorded variable (default: the only one).
 
-    White disk: the parameter before the update (where g is taken); ring: after; plain line: the
-    step; faint line: the path so far. All panels share one zoom; an update under ``INSET_BELOW``
-    of it is drawn again in an inset. The bars are what ``findings(runs, surface, step=step)``
-    prints. Returns the ``Figure``; bad input raises ``ValueError`` or ``TypeError``.
+    White disk: the parameter before the update (where g is taken); ring: after; plain line: the step.
+    All panels share one zoom; an update under ``INSET_BELOW`` of it is drawn again in an inset. The
+    bars are what ``findings(runs, surface, step=step)`` prints. Bad input raises ``ValueError`` or ``TypeError``.
     """
     scene = build_scene(recordings, surface, name)
     update = geo.check_step(

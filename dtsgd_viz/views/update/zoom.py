@@ -42,8 +42,7 @@ def fit_box(data: panel.PanelData, main_box: Box, *, iterate: bool = True) -> pa
 def shared_zoom(
     datas: Mapping[str, panel.PanelData], main_box: Box
 ) -> tuple[dict[str, panel.PanelData], dict[str, panel.PanelData], set[str]]:
-    """``(own, shared, insets)``: each panel fitted to its update alone, every box the size of the
-    largest on its own centre, and the runs whose own box is under ``INSET_BELOW`` of that.
+    """``(own, shared, insets)``: boxes fitted to each update alone, all the largest's size, runs under ``INSET_BELOW``.
 
     >>> from dtsgd_viz.views.update.panel import PanelData
     >>> d = lambda s: PanelData("k", 1, np.zeros(2), (("gradient", np.zeros(2), np.full(2, s)),), None,
