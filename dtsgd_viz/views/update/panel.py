@@ -40,7 +40,7 @@ class DrawnArrow:
 
 
 def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -> list[DrawnArrow]:
-    """``chain`` at true length in a close-up ``span`` wide: widths fit ``SHAFT_HEADS`` and ``NEXT_HEAD``, and ``FOLD``.
+    """``chain`` at true length in a close-up ``span`` wide, each width set by ``SHAFT_HEADS``, ``NEXT_HEAD``, ``FOLD``.
 
     >>> a, b = fit_arrows([("momentum", np.zeros(2), np.array([1.0, 0.0])),
     ...                    ("gradient", np.array([1.0, 0.0]), np.array([0.0, 0.01]))], 2.0)
@@ -79,7 +79,6 @@ def run_styles(keys: Iterable[str]) -> dict[str, dict[str, Any]]:
 
 
 def tint(color: ColorType, amount: float = TINT) -> tuple[float, float, float]:
-    """``(1 - amount) * color + amount * white`` (RGB)."""
     from matplotlib.colors import to_rgb
 
     rgb = np.asarray(to_rgb(color))
@@ -88,7 +87,6 @@ def tint(color: ColorType, amount: float = TINT) -> tuple[float, float, float]:
 
 
 def term_color(term: str, color: ColorType) -> ColorType:
-    """The run's colour, tinted for the gradient term."""
     return tint(color) if term == "gradient" else color
 
 
@@ -273,7 +271,6 @@ def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple
 
 
 def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color: ColorType) -> None:
-    """Each arrow's name (``TERM_SHORT``) at ``label_spots``, in a white halo."""
     from matplotlib import patheffects
 
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]

@@ -58,12 +58,10 @@ def plot_update(
     """One optimizer update of every run up close, a panel per run, its terms' lengths under.
 
     Args:
-      recordings: ``{config name: Recording}`` (what ``dtsgd_viz.run`` returns) or one
-        ``Recording``, each with kinds ``param``, ``grad`` and ``velocity`` and the
-        update before ``step`` recorded (``Recorder(every=1)``).
+      recordings: ``{config name: Recording}`` (what ``dtsgd_viz.run`` returns) or one ``Recording``, each
+        with kinds ``param``, ``grad`` and ``velocity`` and the update before ``step`` (``Recorder(every=1)``).
       surface: the ``dtsgd_viz.surfaces`` surface the recordings were made on.
-      step: the optimizer update to take apart (1 is the first, -1 the last; None: where
-        the runs differ most, the one ``plot_paths`` picks).
+      step: the update to take apart (1 the first, -1 the last; None: where the runs differ most, as ``plot_paths``).
       name: the recorded variable (default: the only one).
 
     White disk: the parameter before the update (where g is taken); ring: after; plain line: the step.
