@@ -62,8 +62,7 @@ def draw(data: CompareData, findings: Findings) -> Figure:
     )
     look = dict(looks(data.names))
     first = look[data.names[0]]
-    # a run on the first run's path: markers only, so the first run's line shows between them
-    marks = {}
+    marks = {}  # a run on the first run's path: markers only, so the first run's line shows between them
     for name in findings.same_path:
         edge = style.run_looks([name])[name].color  # the rule's own colour, not the second run's tint
         look[name] = dataclasses.replace(look[name], ls="none", lw=min(look[name].lw, 1.2), zorder=first.zorder + 0.5)
