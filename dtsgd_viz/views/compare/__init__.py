@@ -1,5 +1,4 @@
-"""Recorded runs of any model compared, no surface needed: ``plot_compare`` draws the losses and
-the parameters' distance between the runs; ``compare_findings`` gives its title's numbers."""
+"""Recorded runs of any model compared, no surface needed: ``plot_compare`` and its numbers."""
 
 from __future__ import annotations
 
@@ -17,9 +16,7 @@ __all__ = ["compare_data", "compare_findings", "display_name", "looks", "percent
 
 
 def plot_compare(runs: dict[str, Recording], variable: str | None = None) -> Figure:
-    """Compare recorded runs (``{run name: Recording}``, two or more, of one model on one
-    mesh, recording the same updates): the loss after each update of every run (log), and
-    the parameters' distance from the first run's (full-mode runs). The title's numbers
-    are ``compare_findings(runs, variable)``."""
+    """Each run's loss (log) and, full-mode, its parameters' distance from the first run's, for two or more
+    runs of one model on one mesh and the same updates; the title's numbers: ``compare_findings``."""
     data = compare_data(runs, variable)
     return draw(data, findings_of(data))

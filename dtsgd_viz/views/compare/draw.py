@@ -1,5 +1,4 @@
-"""``plot_compare``'s drawing: the loss and gap panels side by side, every number from
-``geometry`` (nothing is measured on the drawing)."""
+"""``plot_compare``'s drawing: the loss and gap panels, every number from ``geometry``."""
 
 from __future__ import annotations
 
@@ -26,15 +25,14 @@ PANEL_HEIGHT = 3.0  # inches of the loss and gap panels
 
 
 def looks(names: Iterable[str]) -> dict[str, style.Look]:
-    """Each run's look (``style.run_looks``); a second run of one rule gets the rule's
-    colour tinted and a thinner solid line, so no two runs look alike."""
+    """Each run's look; a second run of one rule gets its colour tinted and a thinner solid line."""
     out: dict[str, style.Look] = {}
     seen: dict[style.Look, int] = {}
     for name, look in style.run_looks(names).items():
         k = seen.get(look, 0)
         seen[look] = k + 1
         if k:
-            assert look.color is not None  # run_looks gives every run a colour
+            assert look.color is not None
             look = dataclasses.replace(
                 look,
                 color=tint(look.color, 0.45 + 0.15 * (k - 1)),
@@ -54,7 +52,7 @@ def _finite_positive(values: ArrayLike) -> np.ndarray:
 def draw(data: CompareData, findings: Findings) -> Figure:
     """The Figure of one comparison; a run on the first run's path drawn thin over it."""
     fig = new_figure((style.WIDTH, 1.0 + PANEL_HEIGHT + 0.4))
-    first_var = data.variables[0]  # check_runs refuses an empty run; a run records a variable or more
+    first_var = data.variables[0]
     what = "the whole model" if len(data.variables) > 1 else repr(first_var)
     headline(
         fig,
@@ -64,9 +62,7 @@ def draw(data: CompareData, findings: Findings) -> Figure:
     )
     look = dict(looks(data.names))
     first = look[data.names[0]]
-    # a run on the first run's path: its look's marker (a rule's, as everywhere) every few
-    # updates and no line, over the first run's line, which stays in view between the marks
-    marks = {}
+    marks = {}  # a run on the first run's path: markers only, so the first run's line shows between them
     for name in findings.same_path:
         edge = style.run_looks([name])[name].color  # the rule's own colour, not the second run's tint
         look[name] = dataclasses.replace(look[name], ls="none", lw=min(look[name].lw, 1.2), zorder=first.zorder + 0.5)
@@ -122,12 +118,11 @@ def _loss_panel(
     if drawn:
         ax.set_yscale("log")
         plain_log_ticks(ax)
-    _style_axis(ax, LOSS_XLABEL, LOSS_YLABEL)  # as every loss axis
+    _style_axis(ax, LOSS_XLABEL, LOSS_YLABEL)
 
 
 def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[str, style.Look]) -> MeanBars | None:
-    """``mark_means`` over the last ``findings.tail`` losses, each run's mean there
-    (``final_loss``); returns the legend entry naming the bars."""
+    """Each run's mean over the last ``findings.tail`` losses as bars; returns their legend entry."""
     from ..paths.loss import mark_means, mean_handle, mean_look
 
     x = (data.updates - 1)[-findings.tail :]
@@ -144,8 +139,7 @@ def _mark_tail(ax: Axes, data: CompareData, findings: Findings, look: Mapping[st
 
 
 def _gap_panel(ax: Axes, data: CompareData, look: Mapping[str, style.Look]) -> None:
-    """Each run's distance from the first run's parameters (log)."""
-    assert data.gaps is not None  # drawn only for full-mode runs
+    assert data.gaps is not None
     drawn = False
     for name, gap in data.gaps.items():
         positive = _finite_positive(gap)

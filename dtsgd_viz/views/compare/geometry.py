@@ -1,5 +1,4 @@
-"""What ``plot_compare`` draws, as plain numpy: the losses after each update, each run's
-parameter gap to the first run, and the findings its title states (``compare_findings``)."""
+"""What ``plot_compare`` draws, in numpy: losses, parameter gaps, and ``compare_findings``."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ GAP_FLOOR = 1e-6  # a relative gap below this everywhere: the runs follow one pa
 
 
 def display_name(name: str) -> str:
-    """A run's name as the figure and the printout write it: a rule's name as the other
-    figures write it (``"nesterov (default)"``: ``"Nesterov (default)"``), any other as given.
+    """A run's name as figures and printouts write it: a rule's as ``rule_name`` does, any other as given.
 
     >>> display_name("nesterov (default)"), display_name("momentum"), display_name("my run")
     ('Nesterov (default)', 'momentum', 'my run')
@@ -34,8 +32,6 @@ def display_name(name: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class CompareData:
-    """The arrays of one comparison (``compare_data``)."""
-
     names: tuple[str, ...]
     variables: tuple[str, ...]
     updates: np.ndarray  # (n,) the recorded updates (recording.steps)
@@ -104,8 +100,7 @@ class Findings:
 
 
 def percent_text(gap: float) -> str:
-    """A relative gap as the figures and the printouts write it (``compare_findings``, the
-    runs side by side' ``gaps_text``)::
+    """A relative gap as the figures and printouts write it:
 
     >>> percent_text(0.0), percent_text(0.0598), percent_text(0.42), percent_text(3e-6)
     ('0%', '5.98%', '42%', '3.0e-06 of the norm')
@@ -125,7 +120,7 @@ def _below(ratio: float) -> str:
 
 
 def check_runs(runs: dict[str, Recording]) -> tuple[tuple[str, ...], list[Recording]]:
-    """``(names, recordings)`` of at least two comparable recordings, else an error naming what differs."""
+    """``(names, recordings)`` of two or more comparable recordings, else an error naming what differs."""
     if not isinstance(runs, dict):
         raise TypeError(
             "plot_compare takes a dict {run name: Recording}, e.g. "
@@ -224,7 +219,7 @@ def findings_of(data: CompareData) -> Findings:
     gap = variable_gap = None
     same = []
     if data.gaps is not None:
-        assert data.variable_gaps is not None  # compare_data sets both or neither
+        assert data.variable_gaps is not None
         gap = {run: _largest(values, data.updates) for run, values in data.gaps.items()}
         variable_gap = {
             run: {v: _largest(g, data.updates) for v, g in by_var.items()} for run, by_var in data.variable_gaps.items()
@@ -236,7 +231,7 @@ def findings_of(data: CompareData) -> Findings:
 
 
 def _largest(values: np.ndarray, updates: np.ndarray) -> tuple[float, int]:
-    """The largest finite value and its update (``(nan, 0)`` when none is finite)."""
+    """The largest finite value and its update (``(nan, 0)``: none finite)."""
     finite = np.isfinite(values)
     if not finite.any():
         return float("nan"), 0

@@ -1,5 +1,4 @@
-"""One update on every device, as a timeline: the local gradient, the step's collectives
-(bytes per device, groups), the velocity and the parameter update, in that order."""
+"""One update on every device as a timeline of its phases: local steps and collectives, in order."""
 
 from .geometry import Phase, UpdateTimeline, same_collectives, timeline_finding, update_timeline
 from .plot import plot_timeline

@@ -1,5 +1,4 @@
-"""The phases of one update on every device, from a ``CommunicationReport`` alone (pure): an
-order, not measured time."""
+"""The phases of one update on every device, from a ``CommunicationReport`` (an order, not time)."""
 
 from __future__ import annotations
 
@@ -11,8 +10,7 @@ from ...recording.memory import format_bytes
 from ...specs import MeshSpec
 from ..paths.geometry import rule_name
 
-# what a collective the forward and backward passes run serves: before the local gradient is whole
-WHILE_GRADIENT = ("activation", "activation gradient", "loss")
+WHILE_GRADIENT = ("activation", "activation gradient", "loss")  # served before the local gradient is whole
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +29,7 @@ class Phase:
         return not self.groups
 
     def group_of(self, device: int) -> int | None:
-        """The index in ``groups`` of the group ``device`` belongs to (None: local)."""
+        """The index of ``device``'s group in ``groups`` (None: local)."""
         return next((i for i, group in enumerate(self.groups) if device in group), None)
 
 
@@ -70,8 +68,7 @@ def _check(report: object, where: str = "") -> CommunicationReport:
 
 
 def update_timeline(report: CommunicationReport) -> UpdateTimeline:
-    """The phases of one update: the forward and backward passes' collectives (``WHILE_GRADIENT``),
-    the local gradient, the gradient's collectives by (kind, mesh dims, groups), velocity, parameter."""
+    """The phases: the passes' collectives, local gradient, the gradient's merged collectives, velocity, parameter."""
     report = _check(report)
     merged: dict[tuple, list[Collective]] = {}
     for c in report.collectives:
@@ -95,7 +92,7 @@ def _signature(report: CommunicationReport) -> tuple:
 
 
 def same_collectives(a: CommunicationReport, b: CommunicationReport) -> bool:
-    """Whether ``a`` and ``b`` run the same collectives in the same order (kind, dims, groups, bytes, ...)."""
+    """Whether ``a`` and ``b`` run the same collectives in the same order."""
     return _signature(_check(a)) == _signature(_check(b))
 
 

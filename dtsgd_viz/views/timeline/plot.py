@@ -1,5 +1,4 @@
-"""Draws one update on every device: a row per device, a box per phase (an order, not time)
-in the colour of the mesh dims a collective runs along (``plot_communication``'s)."""
+"""``plot_timeline``: a row per device, a box per phase, coloured by mesh dims as ``plot_communication``."""
 
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ def _tick(phase_name: str, groups: int, size: int) -> str:
 
 
 def _panels(reports: Mapping[str, CommunicationReport]) -> dict[str, UpdateTimeline]:
-    """``{panel title: timeline}``: one panel for runs with identical collectives, else one per run."""
+    """``{panel title: timeline}``: one panel for identical runs, else one per run."""
     names = list(reports)
     if all(same_collectives(reports[names[0]], reports[n]) for n in names[1:]):
         t = update_timeline(reports[names[0]])
@@ -41,8 +40,7 @@ def _panels(reports: Mapping[str, CommunicationReport]) -> dict[str, UpdateTimel
 
 
 def plot_timeline(reports: Mapping[str, CommunicationReport]) -> Figure:
-    """One update on every device of each run of ``reports``: rows are devices, boxes the phases of
-    ``update_timeline`` with the bytes each device sends; identical runs (``same_collectives``) share a panel."""
+    """One update per run: a row per device, a box per ``update_timeline`` phase; identical runs share a panel."""
     finding = timeline_finding(reports)  # checks the reports
     panels = _panels(reports)
     first = next(iter(panels.values()))

@@ -1,12 +1,11 @@
-"""One update in pure numpy: the recorded update split into the rule's terms, those terms
-as a tip-to-tail chain of arrows on the plotting plane, and the box of a zoomed panel::
+"""One update in pure numpy: its terms, their tip-to-tail arrows on the plane, a close-up's box:
 
-    >>> import numpy as np
-    >>> from dtsgd_viz.views.paths.geometry import identity_plane
-    >>> u = UpdateTerms(1, 0, np.zeros(2), (("momentum", np.array([1.0, 0.0])),
-    ...                                     ("gradient", np.array([0.0, 2.0]))), np.array([1.0, 2.0]))
-    >>> [(k, tail.tolist(), uv.tolist()) for k, tail, uv in arrow_chain(u, identity_plane())]
-    [('momentum', [0.0, 0.0], [1.0, 0.0]), ('gradient', [1.0, 0.0], [0.0, 2.0])]
+>>> import numpy as np
+>>> from dtsgd_viz.views.paths.geometry import identity_plane
+>>> u = UpdateTerms(1, 0, np.zeros(2), (("momentum", np.array([1.0, 0.0])),
+...                                     ("gradient", np.array([0.0, 2.0]))), np.array([1.0, 2.0]))
+>>> [(k, tail.tolist(), uv.tolist()) for k, tail, uv in arrow_chain(u, identity_plane())]
+[('momentum', [0.0, 0.0], [1.0, 0.0]), ('gradient', [1.0, 0.0], [0.0, 2.0])]
 """
 
 from __future__ import annotations
@@ -28,8 +27,7 @@ TERM_SHORT = {"momentum": "μ·v_prev", "lookahead": "μ·v_new", "gradient": "�
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class UpdateTerms:
-    """Update ``step`` (recording index ``index``) from ``origin``: ``terms`` as ``(key,
-    vector)`` in drawing order (keys of ``TERM_SHORT``), ``total`` the recorded ``p_new - p``,
+    """``terms`` as ``(TERM_SHORT key, vector)`` in drawing order, ``total`` the recorded ``p_new - p``,
     ``iterate`` Nesterov's ``p - mu*v_prev`` (else None)."""
 
     step: int
@@ -57,9 +55,7 @@ def why_no_arrows(recording: Recording, index: int | None = None) -> str | None:
 
 
 def decompose_update(recording: Recording, name: str, index: int) -> UpdateTerms:
-    """Split the recorded update at ``index`` into the terms of tf-keras' SGD rule, in
-    float64 (needs kinds ``grad`` and ``velocity`` and ``Recorder(every=1)``: else a
-    ``ValueError`` says ``why_no_arrows``)."""
+    """The update at ``index`` as tf-keras' SGD terms, in float64; ``ValueError`` if ``why_no_arrows`` objects."""
     why = why_no_arrows(recording, index)
     if why:
         raise ValueError(f"{why[0].upper()}{why[1:]}, or pass arrows=False.")
@@ -105,8 +101,7 @@ def nesterov_points(update: UpdateTerms, plane: Plane) -> tuple[np.ndarray, np.n
 
 
 def zoom_box(points: ArrayLike, main_box: Box, pad: float = 0.3, min_frac: float = 0.02) -> Box | None:
-    """A square box around the finite ``points``, grown by ``pad`` of its size on each side
-    and at least ``min_frac`` of ``main_box``'s larger side; None if no point is finite."""
+    """A square box round the finite ``points`` (or None), padded by ``pad``, at least ``min_frac`` of ``main_box``."""
     pts = np.asarray(points, np.float64).reshape(-1, 2)
     pts = pts[np.all(np.isfinite(pts), axis=1)]
     if not len(pts):
@@ -128,5 +123,4 @@ def zoom_factor(main_box: Box, box: Box) -> float:
 
 
 def box_span(box: Box) -> float:
-    """The larger side of ``box``."""
     return max(float(np.ptp(box[0])), float(np.ptp(box[1])))

@@ -40,9 +40,7 @@ class DrawnArrow:
 
 
 def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -> list[DrawnArrow]:
-    """The arrows ``chain`` as a close-up ``span`` wide draws them, at their true length:
-    thin enough that a shaft is ``SHAFT_HEADS`` heads long and a head at most ``NEXT_HEAD``
-    of the next arrow (which starts under it), thinner where one folds back.
+    """``chain`` at true length in a close-up ``span`` wide, each width set by ``SHAFT_HEADS``, ``NEXT_HEAD``, ``FOLD``.
 
     >>> a, b = fit_arrows([("momentum", np.zeros(2), np.array([1.0, 0.0])),
     ...                    ("gradient", np.array([1.0, 0.0]), np.array([0.0, 0.01]))], 2.0)
@@ -57,7 +55,7 @@ def fit_arrows(chain: Iterable[tuple[str, ArrayLike, ArrayLike]], span: float) -
     lengths = [float(np.hypot(*uv)) for _, _, uv in terms]
     for i, (term, tail, uv) in enumerate(terms):
         n = lengths[i]
-        if not (np.isfinite(n) and n > 0):  # zero or not finite: kept as it is
+        if not (np.isfinite(n) and n > 0):
             out.append(DrawnArrow(term, tail, uv, SHAFT))
             continue
         width = min(SHAFT, n / span / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH))
@@ -76,12 +74,11 @@ TINT = 0.55  # how far towards white the gradient term's colour is mixed
 
 
 def run_styles(keys: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """``{config: dict(ls=dash)}``: each run's dash (``style.run_looks``), for its faint whole path."""
+    """``{config: dict(ls=dash)}``: each run's dash, for its faint whole path."""
     return {k: dict(ls=look.ls) for k, look in style.run_looks(keys).items()}
 
 
 def tint(color: ColorType, amount: float = TINT) -> tuple[float, float, float]:
-    """``color`` mixed with white: ``(1 - amount) * color + amount * white`` (RGB)."""
     from matplotlib.colors import to_rgb
 
     rgb = np.asarray(to_rgb(color))
@@ -90,13 +87,12 @@ def tint(color: ColorType, amount: float = TINT) -> tuple[float, float, float]:
 
 
 def term_color(term: str, color: ColorType) -> ColorType:
-    """The run's colour for the momentum / look-ahead term, its tint for the gradient."""
     return tint(color) if term == "gradient" else color
 
 
 @dataclasses.dataclass(frozen=True)
 class PanelData:
-    """What one zoomed panel shows at one update, in plot coordinates."""
+    """One zoomed panel at one update, in plot coordinates."""
 
     key: str
     update: int
@@ -116,7 +112,6 @@ def panel_data(
     nesterov: tuple[np.ndarray, np.ndarray] | None,
     main_box: geo.Box,
 ) -> PanelData:
-    """The panel of ``key`` at recording index ``index`` (update ``update``)."""
     position = np.asarray(coords[index], np.float64)
     chain = tuple(chain)
     tips = [np.asarray(tail) + np.asarray(uv) for _, tail, uv in chain]
@@ -129,7 +124,7 @@ PANEL_MIN = 0.005  # of the paths panel: the smallest box (zoom ×200), so a tin
 
 
 def fade_rgba(color: ColorType, n: int, half_life: float = 4.0) -> np.ndarray:
-    """``n`` RGBA rows of ``color``, their alphas ``fade_alphas(n)`` (oldest first)."""
+    """``n`` RGBA rows of ``color`` fading by ``fade_alphas`` (oldest first)."""
     from matplotlib.colors import to_rgba
 
     rgba = np.tile(to_rgba(color), (n, 1))
@@ -147,7 +142,7 @@ def trail_segments(coords: np.ndarray, index: int, length: int = TRAIL) -> np.nd
 
 
 def _clear(ax: Axes) -> None:
-    """Remove what a previous update drew, keeping the ticks (faster than ``ax.clear()``)."""
+    """Remove the previous update's artists, keeping the ticks (faster than ``ax.clear()``)."""
     for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
         artist.remove()
     ax.set_aspect("auto")
@@ -164,8 +159,7 @@ def draw_update_panel(
     whole_path: bool = True,
     labels: bool = True,
 ) -> None:
-    """Clear ``ax`` and draw ``data`` there (the marks ``plot_update`` names), the whole path
-    faintly (``whole_path``, ``run_style``'s dash) and the arrows' names (``labels``); the caller titles it."""
+    """Clear ``ax`` and draw ``data``, the whole path faintly (``whole_path``) and the arrows' names (``labels``)."""
     from matplotlib.collections import LineCollection
     from matplotlib.ticker import MaxNLocator
 
@@ -189,7 +183,7 @@ def draw_update_panel(
     if whole_path:
         ax.plot(c[:, 0], c[:, 1], ls=run_style["ls"], color=color, lw=1.0, alpha=0.25, gid=f"zoom-path:{data.key}")
     seg = trail_segments(c, len(data.trail) - 1)
-    if len(seg):  # light and thin, the leg into the dot too: never read as one of the arrows
+    if len(seg):
         rgba = fade_rgba(tint(color, TRAIL_TINT), len(seg), half_life=3.0)
         rgba[:, 3] *= TRAIL_ALPHA
         ax.add_collection(
@@ -203,8 +197,7 @@ def draw_update_panel(
         keep_labels_inside(ax)
 
 
-# the path so far: tinted, thin and pale enough never to read as an arrow
-TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5
+TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5  # the path so far: pale and thin, never read as an arrow
 RING_MS = 8.0  # the ring round the point after the update: small and thin, under the arrows
 START_MS = 6.0  # the white disk where the update starts
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
@@ -213,11 +206,10 @@ LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit be
 
 
 def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]:
-    """The terms as arrows tip to tail, the point reached (a ring under them, not in an inset) and,
-    for two terms, the step (thin, in a white casing, between the two terms); returns the arrows."""
+    """The arrows tip to tail, the point reached (a ring, not in an inset) and, for two terms, the step."""
     from matplotlib import patheffects
 
-    assert data.box is not None  # drawn only round a box
+    assert data.box is not None
     arrows = fit_arrows(data.chain, float(np.ptp(data.box[0])))
     for i, a in enumerate(arrows):
         ax.quiver(
@@ -242,7 +234,7 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
         return arrows
     tip = arrows[-1].tail + arrows[-1].uv
     if ax.get_axes_locator() is None:  # an inset's arrows end at no ring: its panel rings the point
-        ring = style.ROLE_LOOKS["current"].marker  # after the update, as the paths panel marks it
+        ring = style.ROLE_LOOKS["current"].marker
         ax.plot([tip[0]], [tip[1]], ring, ms=RING_MS, mfc="none", mec=tint(color, 0.3), mew=1.4, zorder=NEXT_Z)
         ax.lines[-1].set_gid(f"zoom-next:{data.key}")
     if len(arrows) > 1:  # a plain line: the arrows' heads already say which way it goes
@@ -257,8 +249,7 @@ LABEL_GAP = 4.0  # points between an arrow's shaft and its name
 
 
 def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``[(anchor, side)]`` per arrow of ``chain``: its name beside the middle of its shaft,
-    towards ``side``, on the outer side of the chain's turn (a zero arrow's above its tail).
+    """``[(anchor, side)]`` per arrow: its name beside its shaft's middle, outside the chain's turn.
 
     >>> spots = label_spots([("m", (0, 0), (1.0, 0.0)), ("g", (1, 0), (0.0, 1.0))])   # a left turn
     >>> [(a.tolist(), s.round(3).tolist()) for a, s in spots]
@@ -280,7 +271,6 @@ def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple
 
 
 def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color: ColorType) -> None:
-    """Each arrow's name (``TERM_SHORT``) at ``label_spots``, in a white halo."""
     from matplotlib import patheffects
 
     outline = [patheffects.withStroke(linewidth=2.5, foreground="white")]
@@ -313,7 +303,7 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
 
 
 def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
-    """Slide each arrow name of ``ax`` (and of its inset) from where it was drawn to inside the axes."""
+    """Slide each arrow name of ``ax`` (and its inset) from where it was drawn to inside the axes."""
     from ..core.figure import canvas_renderer
 
     for inset in ax.child_axes:

@@ -1,15 +1,14 @@
-"""The anatomy of one update: ``plot_update`` draws every run's same update up close, its
-terms as arrows tip to tail, and under the panels a chart of the terms' lengths.
+"""``plot_update``: every run's same update up close, its terms as arrows, their lengths under.
 
-    >>> import dtsgd_viz
-    >>> from dtsgd_viz import surfaces
-    >>> s = surfaces.RotatedQuadratic()
-    >>> recs = dtsgd_viz.run(s, {"momentum": dict(learning_rate=0.05, momentum=0.9),
-    ...                          "nesterov": dict(learning_rate=0.05, momentum=0.9,
-    ...                                           nesterov=True)}, steps=6)
-    >>> fig = dtsgd_viz.plot_update(recs, s, step=3)     # a matplotlib Figure
-    >>> [ax.get_title() for ax in fig.axes]     # a panel per run, then the lengths chart
-    ['momentum', 'Nesterov', '']
+>>> import dtsgd_viz
+>>> from dtsgd_viz import surfaces
+>>> s = surfaces.RotatedQuadratic()
+>>> recs = dtsgd_viz.run(s, {"momentum": dict(learning_rate=0.05, momentum=0.9),
+...                          "nesterov": dict(learning_rate=0.05, momentum=0.9,
+...                                           nesterov=True)}, steps=6)
+>>> fig = dtsgd_viz.plot_update(recs, s, step=3)     # a matplotlib Figure
+>>> [ax.get_title() for ax in fig.axes]     # a panel per run, then the lengths chart
+['momentum', 'Nesterov', '']
 """
 
 from __future__ import annotations
@@ -60,18 +59,15 @@ def plot_update(
     """One optimizer update of every run up close, a panel per run, its terms' lengths under.
 
     Args:
-      recordings: ``{config name: Recording}`` (what ``dtsgd_viz.run`` returns) or one
-        ``Recording``, each with kinds ``param``, ``grad`` and ``velocity`` and the
-        update before ``step`` recorded (``Recorder(every=1)``).
+      recordings: ``{config name: Recording}`` (what ``dtsgd_viz.run`` returns) or one ``Recording``, each
+        with kinds ``param``, ``grad`` and ``velocity`` and the update before ``step`` (``Recorder(every=1)``).
       surface: the ``dtsgd_viz.surfaces`` surface the recordings were made on.
-      step: the optimizer update to take apart (1 is the first, -1 the last; None: where
-        the runs differ most, the one ``plot_paths`` picks).
+      step: the update to take apart (1 the first, -1 the last; None: where the runs differ most, as ``plot_paths``).
       name: the recorded variable (default: the only one).
 
-    A key under the chart names the panels' marks. Every panel has one zoom, so lengths compare by eye; an update under
-    ``INSET_BELOW`` of the panel is drawn again in an inset. The bars are the lengths
-    ``findings(runs, surface, step=step)`` prints. Returns the ``Figure``; bad input raises
-    ``ValueError`` or ``TypeError`` naming what was received.
+    A key under the chart names the panels' marks. All panels share one zoom; an update under ``INSET_BELOW``
+    of it is drawn again in an inset. The bars are what ``findings(runs, surface, step=step)`` prints. Bad input
+    raises ``ValueError`` or ``TypeError``.
     """
     scene = build_scene(recordings, surface, name)
     update = geo.check_step(
@@ -80,7 +76,7 @@ def plot_update(
     auto = update is None
     if auto:
         update = default_update(scene)
-    assert update is not None  # the recordings hold updates (build_scene checked): one is picked
+    assert update is not None
     index = {k: geo.step_index(r.steps, update) for k, r in scene.recordings.items()}
     whys = {k: upd.why_no_arrows(r, index[k]) for k, r in scene.recordings.items()}
     for key, why in whys.items():
@@ -91,14 +87,14 @@ def plot_update(
             )
     keys = tuple(scene.recordings)
     found = findings_of(scene, step=update)
-    assert found.terms is not None  # every run's update can be taken apart (checked above)
+    assert found.terms is not None
     bars = term_lengths(found.terms)
     side = min(MAX_PANEL, (style.WIDTH - PANEL_GAP * len(keys)) / len(keys))
     chart = BAR_HEAD + BAR_ROW * len(bars)
     fig = new_figure((style.WIDTH, side + HEAD + chart), wspace=0.04)
     picked = " · the update where the runs differ most" if auto and len(keys) > 1 else ""
     finding = found.update_headline()
-    assert finding is not None  # the terms are there (above)
+    assert finding is not None
     if scene.plane.dim > 2:  # measured on the recorded vectors, drawn projected (the subtitle says on what)
         finding += f", in all {scene.plane.dim} parameters"
     headline(fig, finding, settings_line(scene) + picked)
@@ -111,7 +107,6 @@ def plot_update(
     styles = panel.run_styles(scene.coords)
     for key, ax in axes.items():
         data, color = shared[key], scene.colors[key]
-        # an update too small at the shared zoom is named in its inset, drawn at its own zoom
         panel.draw_update_panel(ax, scene, data, color, styles[key], whole_path=False, labels=key not in insets)
         ax.set_title(geo.rule_name(key), fontsize=style.TITLE_SIZE, color=color, fontweight="bold")
         ax.set_xlabel(xlabel, fontsize=style.LABEL_SIZE, labelpad=2)
@@ -161,8 +156,7 @@ def _key(chart: Axes) -> None:
 
 
 def term_lengths(terms: Mapping[str, upd.UpdateTerms]) -> list[tuple[str, str, float]]:
-    """``[(run, what, length)]``: each run's ``|μ·v|``, ``|lr·g|`` and ``|step|`` in all the
-    parameters, as ``findings(..., step=k)`` prints them, by term then run."""
+    """``[(run, what, length)]``: ``|μ·v|``, ``|lr·g|``, ``|step|`` as ``findings(..., step=k)`` prints them."""
     rows = [(run, "|μ·v|" if k != "gradient" else "|lr·g|", v) for run, t in terms.items() for k, v in t.terms]
     rows += [(run, "|step|", t.total) for run, t in terms.items()]
     order = ("|μ·v|", "|lr·g|", "|step|")
@@ -170,8 +164,7 @@ def term_lengths(terms: Mapping[str, upd.UpdateTerms]) -> list[tuple[str, str, f
 
 
 def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mapping[str, ColorType]) -> None:
-    """The lengths chart: a bar per ``(run, what, length)``, grouped by term, in the run's
-    colour as its arrows, named with its length at its end."""
+    """A bar per ``(run, what, length)``, grouped by term, coloured as the run's arrows, its length at its end."""
     groups = list(dict.fromkeys(what for _, what, _ in rows))
     y = [-i - GROUP_GAP * groups.index(what) for i, (_, what, _) in enumerate(rows)]
     for (run, what, length), yy in zip(rows, y):

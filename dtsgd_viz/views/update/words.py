@@ -22,8 +22,7 @@ def _times(f: float) -> str:  # paths.findings.times_text's words (importing it 
 
 
 def update_finding(terms: Mapping[str, upd.UpdateTerms], update: int) -> str:
-    """Which run's update (``terms``: ``{config: UpdateTerms}``) is longest, by how much,
-    and how far the directions part; one run: its length and what carries it.
+    """Which run's update is longest, by how much, how far the directions part; one run: what carries it.
 
     >>> from dtsgd_viz.views.update.geometry import UpdateTerms
     >>> t = lambda *v: UpdateTerms(2, 1, np.zeros(2), (("gradient", np.array(v)),), np.array(v))
@@ -72,7 +71,7 @@ def _carried(t: upd.UpdateTerms) -> str:
 
 
 def _angle(u: ArrayLike, v: ArrayLike) -> float:
-    """The angle in degrees between ``u`` and ``v`` (0 if one is 0)."""
+    """Degrees between ``u`` and ``v`` (0 if one is 0)."""
     u, v = np.asarray(u, np.float64).reshape(-1), np.asarray(v, np.float64).reshape(-1)
     n = float(np.linalg.norm(u) * np.linalg.norm(v))
     return float(np.degrees(np.arccos(np.clip(float(u @ v) / n, -1.0, 1.0)))) if n > 0 else 0.0

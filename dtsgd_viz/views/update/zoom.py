@@ -25,8 +25,7 @@ INSET_SIZE = 0.4  # of its panel's side: the inset's, in its upper right corner 
 
 
 def span_text(k: float) -> str:
-    """A zoom factor as the share of the wider view a panel spans: ``1/33``, ``1/5.9``
-    (what a reader can check against the axes, whatever size each is drawn at)."""
+    """A zoom factor as the share of the wider view a panel spans (checkable on the axes): ``1/33``, ``1/5.9``."""
     return f"1/{k:.0f}" if k >= 9.5 else f"1/{k:.1f}"
 
 
@@ -43,9 +42,7 @@ def fit_box(data: panel.PanelData, main_box: Box, *, iterate: bool = True) -> pa
 def shared_zoom(
     datas: Mapping[str, panel.PanelData], main_box: Box
 ) -> tuple[dict[str, panel.PanelData], dict[str, panel.PanelData], set[str]]:
-    """``(own, shared, insets)``: each panel fitted to its update alone (``own``, what an
-    inset shows), on one zoom (``shared``: every box the size of the largest, on its own
-    centre), and the runs whose own box is under ``INSET_BELOW`` of that size.
+    """``(own, shared, insets)``: boxes fitted to each update alone, all the largest's size, runs under ``INSET_BELOW``.
 
     >>> from dtsgd_viz.views.update.panel import PanelData
     >>> d = lambda s: PanelData("k", 1, np.zeros(2), (("gradient", np.zeros(2), np.full(2, s)),), None,
@@ -77,8 +74,7 @@ def shared_factor(main_box: Box, shared: Mapping[str, panel.PanelData]) -> float
 
 
 def zoom_caption(main_box: Box, shared: Mapping[str, panel.PanelData], projected: bool = False) -> str:
-    """The caption's words for the zoom: ``"every panel spans 1/33 of the paths' width, arrows at
-    their true length"`` (``projected``: as projected on the plane); each inset says its own 1/N."""
+    """The caption's words for the zoom: ``"every panel spans 1/33 of the paths' width, arrows at ..."``."""
     arrows = "arrows as projected on the plane" if projected else "arrows at their true length"
     return f"every panel spans {span_text(shared_factor(main_box, shared))} of the paths' width, {arrows}"
 
@@ -91,8 +87,7 @@ def draw_inset(
     run_style: Mapping[str, Any],
     labels: bool = False,
 ) -> Axes:
-    """Draw the update ``own`` at its own zoom in an inset of ``ax`` (upper right), marked with how much
-    closer (1/N), and a dotted box on ``ax`` round what it enlarges. Returns the inset."""
+    """``own`` at its own zoom in an inset of ``ax`` marked 1/N, a dotted box round what it enlarges."""
     from matplotlib.patches import Rectangle
 
     assert own.box is not None and shared.box is not None
