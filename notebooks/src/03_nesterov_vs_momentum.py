@@ -186,7 +186,8 @@ show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="steps", 
 # %% [markdown]
 # Who is faster where both converge: $\log_2$ of Nesterov's count over momentum's (red:
 # Nesterov faster, blue: momentum faster, sand: a tie, the two counts within 10% of each other),
-# with each rule's stability boundary. Dotted cells: only one rule gets within the tolerance in 150
+# with each rule's stability boundary (exact, so it can cut through a cell: a cell is the run at its
+# centre's learning rate and momentum). Dotted cells: only one rule gets within the tolerance in 150
 # updates (the other neither converges nor diverges), tinted towards that rule's colour. The title
 # counts the three kinds of cell (`phase_finding`, printed below).
 
