@@ -303,20 +303,41 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
 
 
 def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
-    """Slide each arrow name of ``ax`` (and its inset) from where it was drawn to inside the axes."""
+    """Slide each arrow name of ``ax`` (and of its inset) back inside the axes where it sticks
+    out, measured on the figure as laid out now; a name on another goes to its shaft's other side."""
     from ..core.figure import canvas_renderer
+    from ..text.clashes import GAP
 
     for inset in ax.child_axes:
         keep_labels_inside(inset)  # pyright: ignore[reportArgumentType]  # an inset is an Axes
     renderer = canvas_renderer(ax.figure)
-    frame, k = ax.get_window_extent(renderer), 72.0 / ax.figure.dpi
+    frame = ax.get_window_extent(renderer)
+    k = 72.0 / ax.figure.dpi
+    # the names kept so far, and the panel's other words (an inset's 1/k)
+    placed = [
+        t.get_window_extent(renderer)
+        for t in ax.texts
+        if t.get_text() and t.get_visible() and not (t.get_gid() or "").startswith("zoom-label:")
+    ]
     for t in ax.texts:
-        if (t.get_gid() or "").startswith("zoom-label:"):
-            x, y = t.xyann = _SPOT.setdefault(t, t.xyann)  # pyright: ignore[reportAttributeAccessIssue]
+        if not (t.get_gid() or "").startswith("zoom-label:"):
+            continue
+        x, y = _SPOT.setdefault(t, t.xyann)  # pyright: ignore[reportAttributeAccessIssue]  # an Annotation's offset
+        for flip in (False, True):  # its side, else the other side
+            if flip:
+                x, y = -x, -y
+                ha, va = t.get_horizontalalignment(), t.get_verticalalignment()
+                t.set_horizontalalignment("right" if ha == "left" else "left" if ha == "right" else "center")
+                t.set_verticalalignment("top" if va == "bottom" else "bottom" if va == "top" else "center")
+            t.xyann = (x, y)  # pyright: ignore[reportAttributeAccessIssue]
             b = t.get_window_extent(renderer)
             dx = max(0.0, frame.x0 + pad - b.x0) - max(0.0, b.x1 - frame.x1 + pad)
             dy = max(0.0, frame.y0 + pad - b.y0) - max(0.0, b.y1 - frame.y1 + pad)
-            t.xyann = (x + dx * k, y + dy * k)  # pyright: ignore[reportAttributeAccessIssue]  # an Annotation's
+            if dx or dy:
+                t.xyann = (x + dx * k, y + dy * k)  # pyright: ignore[reportAttributeAccessIssue]
+            if not any(t.get_window_extent(renderer).padded(2 * GAP).overlaps(o) for o in placed):
+                break
+        placed.append(t.get_window_extent(renderer))
 
 
 _SPOT: weakref.WeakKeyDictionary[Any, tuple[float, float]] = weakref.WeakKeyDictionary()  # each name's own offset
