@@ -773,6 +773,32 @@ def test_few_blocks_are_named_at_their_line_ends_without_a_legend(sharded):
 
 
 @pytest.mark.slow
+def test_a_name_moved_off_its_lines_end_has_a_leader_back_to_it(sharded):
+    """08: nine names in one decade stood up to two rows from their lines' ends: each name
+    that had to move is joined to its line's end by a leader in its colour."""
+    view = draw_shards(sharded[0], "w")
+    view.figure.draw_without_rendering()
+    ax, texts = view.norm_ax, view.norm.end_labels
+    to_axes = ax.transData + ax.transAxes.inverted()
+    drawn = [*view.norm.lines, _gid(ax, "norm-median")]  # the names' order: each block's, then the median's
+
+    def end(line):  # the line's last finite point, in axes fractions
+        x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+        i = np.flatnonzero(np.isfinite(y) & (y > 0))[-1]
+        return float(to_axes.transform((x[i], y[i]))[1])
+
+    ends = {t.get_text(): end(line) for t, line in zip(texts, drawn)}
+    leaders = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("end-leader")}
+    moved = [t for t in texts if abs(t.get_position()[1] - ends[t.get_text()]) > 0.02]
+    assert moved, "the fixture's names should crowd"  # else this test checks nothing
+    for t in moved:
+        (line,) = [ln for ln in leaders.values() if to_rgb(ln.get_color()) == to_rgb(t.get_color())]
+        y = line.get_ydata()
+        assert y[0] == pytest.approx(ends[t.get_text()]) and y[-1] == pytest.approx(t.get_position()[1])
+    assert len(leaders) <= len(texts)
+
+
+@pytest.mark.slow
 def test_colour_bars_below_a_tenth_count_in_their_power_of_ten_alike():
     """05: one bar read "0.01, 0.02", the next "(×1e-3)": every bar whose values stay
     under 0.1 says its power of ten in its label, ticks counting in it."""

@@ -14,7 +14,7 @@ from matplotlib.transforms import blended_transform_factory
 from ..core import style
 from ..core.log_ticks import use_log_ticks
 from ..mesh.layout_colors import label_ink
-from ..text.direct import label_ends
+from ..text.direct import OUTSIDE_PAD, axes_height_points, label_ends, leaders
 from .findings import median_line, norm_change_text
 from .geometry import block_norm_lines, minmax_decimate, shard_norms
 from .tensor_panel import NONFINITE_COLOR
@@ -36,6 +36,8 @@ LINE_WIDTH = 1.6  # every block's line: one width (a wider line read as a block 
 ZERO_COLOR = "0.3"  # a norm of exactly 0: an open circle on the bottom spine
 ZERO_ROOM = 0.1  # that spine lowered by this fraction of the log span: no value tick at the zeros
 MAX_NAMED = 8  # up to this many blocks, each line named at its end; more: a band and a median
+LEADER_ROOM = 0.05  # of the x span: when some name had to move off its line's end, the names' column stands this
+# much further right, a leader from each moved name back to its end
 DOT_POINTS = 6.5  # the shown update's dots' width, points
 MARKER_UPDATES = 15  # up to this many updates, a small marker at each: where the data is
 LOG_X_SPAN = 300  # a run whose last update is this many times its first: a log update axis
@@ -89,6 +91,7 @@ class NormPanel:
         self.band: list = []
         self.median: Line2D | None = None  # the median block norm's line
         self.end_labels: list | None = None
+        self.leader_lines: list[Line2D] = []
         self.legend: Legend | None = None
 
     def columns(self) -> np.ndarray:  # each replica group's L2 norm at each update, 0 and NaN/Inf kept (unlike data)
@@ -202,14 +205,15 @@ class NormPanel:
         engine = self.view.figure.get_layout_engine()
         if engine is not None and self.end_labels is None:
             engine.execute(self.view.figure)  # the axes' height the names are spread on
-        for artist in [*(self.end_labels or []), *([self.legend] if self.legend else [])]:
+        for artist in [*(self.end_labels or []), *self.leader_lines, *([self.legend] if self.legend else [])]:
             artist.remove()
-        self.end_labels, self.legend = None, None
+        self.end_labels, self.legend, self.leader_lines = None, None, []
         n = len(self.view.styles)
         handles = []
         if n <= MAX_NAMED:
             entries = self._end_entries()
             self.end_labels = label_ends(ax, entries, fontsize=style.NOTE_SIZE + 0.5, outside=True, gid_prefix="end:")
+            self._lead(entries)
         else:
             handles = [
                 Line2D([], [], color=MEDIAN_COLOR, lw=1.4, label=f"median of {n} blocks"),
@@ -223,6 +227,24 @@ class NormPanel:
             )
         if handles:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
+
+    def _lead(self, entries: list[tuple[str, float, float, ColorType]]) -> None:  # leaders to names that moved
+        ax, texts = self.ax, self.end_labels or []
+        log = ax.get_yscale() == "log"
+        ends = [(x, y) for _, x, y, _ in entries if np.isfinite(x) and np.isfinite(y) and (y > 0 or not log)]
+        to_axes = ax.transData + ax.transAxes.inverted()
+        fracs = [float(to_axes.transform(end)[1]) for end in ends]
+        start = max((float(to_axes.transform(end)[0]) for end in ends), default=1.0)  # from the lines' last update
+        placed = [float(t.get_position()[1]) for t in texts]
+        shift = 0.3 * 1.15 * float(texts[0].get_fontsize()) / axes_height_points(ax) if texts else 0.0
+        if not any(abs(a - b) > shift for a, b in zip(fracs, placed)):
+            return
+        x0, x1 = ax.get_xlim()
+        for text in texts:
+            text.set_x(text.get_position()[0] + LEADER_ROOM * (x1 - x0))
+        inks = [text.get_color() for text in texts]
+        column = 1.0 + OUTSIDE_PAD + LEADER_ROOM - 0.006  # just left of the names
+        self.leader_lines = leaders(ax, fracs, placed, inks, x0=start, x1=column, min_shift=shift, gid="end-leader")
 
     def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:  # (name, update, norm, ink) at line ends
         columns: list[tuple[str, np.ndarray, ColorType]] = [
