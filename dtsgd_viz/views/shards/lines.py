@@ -234,17 +234,16 @@ class NormPanel:
         ends = [(x, y) for _, x, y, _ in entries if np.isfinite(x) and np.isfinite(y) and (y > 0 or not log)]
         to_axes = ax.transData + ax.transAxes.inverted()
         fracs = [float(to_axes.transform(end)[1]) for end in ends]
-        start = max((float(to_axes.transform(end)[0]) for end in ends), default=1.0)  # from the lines' last update
         placed = [float(t.get_position()[1]) for t in texts]
         shift = 0.3 * 1.15 * float(texts[0].get_fontsize()) / axes_height_points(ax) if texts else 0.0
         if not any(abs(a - b) > shift for a, b in zip(fracs, placed)):
             return
-        x0, x1 = ax.get_xlim()
+        column = 1.0 + OUTSIDE_PAD + LEADER_ROOM  # axes fractions, so a log x axis places it alike
+        x = float(ax.transData.inverted().transform(ax.transAxes.transform((column, 0.0)))[0])
         for text in texts:
-            text.set_x(text.get_position()[0] + LEADER_ROOM * (x1 - x0))
+            text.set_x(x)
         inks = [text.get_color() for text in texts]
-        column = 1.0 + OUTSIDE_PAD + LEADER_ROOM - 0.006  # just left of the names
-        self.leader_lines = leaders(ax, fracs, placed, inks, x0=start, x1=column, min_shift=shift, gid="end-leader")
+        self.leader_lines = leaders(ax, fracs, placed, inks, x1=column - 0.008, min_shift=shift, gid="end-leader")
 
     def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:  # (name, update, norm, ink) at line ends
         columns: list[tuple[str, np.ndarray, ColorType]] = [
