@@ -213,7 +213,7 @@ class NormPanel:
         if n <= MAX_NAMED:
             entries = self._end_entries()
             self.end_labels = label_ends(ax, entries, fontsize=style.NOTE_SIZE + 0.5, outside=True, gid_prefix="end:")
-            self._lead(entries)
+            self._lead()
         else:
             handles = [
                 Line2D([], [], color=MEDIAN_COLOR, lw=1.4, label=f"median of {n} blocks"),
@@ -228,12 +228,9 @@ class NormPanel:
         if handles:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
 
-    def _lead(self, entries: list[tuple[str, float, float, ColorType]]) -> None:  # leaders to names that moved
-        ax, texts = self.ax, self.end_labels or []
-        log = ax.get_yscale() == "log"
-        ends = [(x, y) for _, x, y, _ in entries if np.isfinite(x) and np.isfinite(y) and (y > 0 or not log)]
-        to_axes = ax.transData + ax.transAxes.inverted()
-        fracs = [float(to_axes.transform(end)[1]) for end in ends]
+    def _lead(self) -> None:  # leaders to the names ``move_ends`` moved off their lines' ends
+        ax, texts = self.ax, [t for t in self.end_labels or [] if t.get_visible()]
+        fracs = [float(getattr(t, "end_fraction")) for t in texts]  # noqa: B009  # move_ends' mark on its names
         placed = [float(t.get_position()[1]) for t in texts]
         shift = 0.3 * 1.15 * float(texts[0].get_fontsize()) / axes_height_points(ax) if texts else 0.0
         if not any(abs(a - b) > shift for a, b in zip(fracs, placed)):

@@ -159,6 +159,7 @@ def move_ends(ax: Axes, texts: Sequence[Text], ends: Sequence[tuple[float, float
     for t in texts:
         t.set_visible(False)
     for i, f in zip(ok, fracs):
+        setattr(texts[i], "end_fraction", _fraction(ax, ends[i][1]))  # noqa: B010  # where it would stand unmoved
         if getattr(texts[i], "end_outside", False):
             x = x1 + OUTSIDE_PAD * (x1 - x0)
         else:
