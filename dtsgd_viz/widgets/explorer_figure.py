@@ -21,10 +21,11 @@ from ..views.core.figure import fit, headline, new_figure
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
 from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, legend_handles
-from ..views.paths.loss import mark_window
+from ..views.paths.loss import mark_window, mean_handle, mean_look
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
+from ..views.update.plot import close_up_marks
 from ..views.update.zoom import draw_inset, shared_zoom, zoom_caption
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ __all__ = [
     "show_arrows",
 ]
 
-CLOSE_UP_SIZE = (style.WIDTH, 8.3)  # headline, paths and loss, caption, a close-up per run, legend
+CLOSE_UP_SIZE = (style.WIDTH, 8.6)  # headline, paths and loss, caption, a close-up per run, legend
 CLOSE_UP_CAPTION = "Below: update {k}, {zoom}"  # one line; {zoom}: ``views.update.zoom.zoom_caption``
 CAPTION_SIZE = style.TICK_SIZE  # the caption's type: over style.NOTE_SIZE, the smallest allowed
 TRAIL_KEEP = 2  # the path's segments a close-up keeps before the update (older ones crowd it)
@@ -141,18 +142,29 @@ def explorer_view(
     if art.rests:  # each run's later updates, pale and thin under its path: named once
         handles.append(rest_handle(art, looks))
         labels.append(REST_LABEL)
+    if update is not None:  # the headline's means, as bars over the band
+        handles.append(mean_handle([mean_look(looks[k].color or "black") for k in scene.coords]))
+        labels.append(handles[-1].get_label())
+    if close and art.arrows:  # the close-ups' own marks (their ring is the update's, named above)
+        from matplotlib.lines import Line2D
+
+        for label, mark in close_up_marks(after=None, trail=False).items():
+            handles.append(Line2D([0, 1], [0, 0], **mark))
+            labels.append(label)
     from matplotlib.legend_handler import HandlerTuple
 
+    ncols = 4 if len(handles) > 7 else len(handles)  # rows of four past seven, read across
+    order = sorted(range(len(handles)), key=lambda i: (i % ncols, i // ncols))  # the legend fills down columns
     art.legend = fig.legend(
-        handles=handles,
-        labels=labels,
+        handles=[handles[i] for i in order],
+        labels=[labels[i] for i in order],
         handler_map={tuple: HandlerTuple(ndivide=None, pad=0.3)},
         loc="outside lower center",
-        ncols=len(handles),
+        ncols=ncols,
         fontsize=style.NOTE_SIZE,
         frameon=False,
         handlelength=style.handle_length(),
-        columnspacing=1.2,  # seven entries on one row of the figure's width
+        columnspacing=1.2,
     )
     if update is not None:
         mark_mean(scene, art, update)
@@ -192,14 +204,14 @@ def rest_handle(art: PathArtists, looks: Mapping[str, style.Look]) -> tuple:
 
 def mark_mean(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
     """The loss panel's pale band over the updates whose mean loss the headline at
-    ``update`` compares (``findings_of(scene, upto=update).window``, ``loss.mark_window``;
-    shaded only, no mean bars), the band of the update shown before removed. Returns the artists drawn."""
+    ``update`` compares (``findings_of(scene, upto=update).window``, ``loss.mark_window``)
+    and each run's mean over it as a bar, those of the update shown before removed. Returns the artists drawn."""
     if art.ax_loss is None:
         return []
     for a in [*art.ax_loss.patches, *art.ax_loss.lines, *art.ax_loss.texts]:
         if (a.get_gid() or "").startswith(("loss-window", "loss-mean:")):
             a.remove()
-    return mark_window(art, findings_of(scene, upto=int(update), paths=False), bars=False)
+    return mark_window(art, findings_of(scene, upto=int(update), paths=False))
 
 
 def move_loss_dots(art: PathArtists, dots: Mapping[str, tuple[float, float]]) -> None:

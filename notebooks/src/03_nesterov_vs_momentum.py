@@ -88,7 +88,8 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # `plot_update` takes update 5 apart up close, one panel per run: for classical momentum
 # the old velocity's momentum $\mu v_{prev}$ then the gradient step $-\eta g$; for
 # Nesterov the look-ahead $\mu v_{new}$ then $-\eta g$. Tip to tail, the arrows end on the
-# next recorded point, in a ring ("after", as on the paths); the thin line is the step
+# next recorded point, in a ring ("after", as on the paths; an arrow that turns back along the
+# one before, as momentum's $-\eta g$ here, is drawn just beside it); the thin line is the step
 # they add up to. The small white disk is the parameter before the update, where $g$ was
 # taken (tf-keras stores Nesterov's look-ahead point as the parameter). Every panel is on one
 # zoom (the caption says what share of the paths' width each panel spans), so lengths

@@ -62,13 +62,20 @@ def test_every_arrow_is_drawn_at_its_true_length_tip_to_tail_onto_the_point_afte
             arrows = arrows_of(ax)
             (ring,) = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("zoom-position:")]
             after = [ln for ln in ax.lines if (ln.get_gid() or "").startswith("zoom-next:")]
-            tip = ring.get_xydata()[0]
+            tip, before = ring.get_xydata()[0], None
+            per_point = np.ptp(ax.get_xlim()) / (ax.bbox.width * 72.0 / fig.dpi)
             for _, tail, uv, q in arrows:
-                np.testing.assert_allclose(tail, tip, atol=1e-12)
+                shift = tail - tip  # none, but for an arrow turning back along the one before: moved beside it
+                folds = before is not None and float(before @ uv) < panel.FOLD * np.hypot(*before) * np.hypot(*uv)
+                if folds:
+                    assert abs(float(shift @ before)) < 1e-9 * np.hypot(*before), case  # across, not along
+                    head = 0.5 * (panel.HEAD_WIDTH + 1) * panel.SHAFT * ax.bbox.width * 72.0 / fig.dpi  # points
+                    assert 0 < np.hypot(*shift) / per_point <= head + panel.FOLD_GAP + 1e-6, case  # beside its head
+                else:
+                    np.testing.assert_allclose(shift, 0.0, atol=1e-12)
                 assert min(panel.THIN, panel.FOLD_FLOOR) - 1e-12 <= q.width <= panel.SHAFT + 1e-12, case
-                tip = tail + uv
-            inset = ax.get_axes_locator() is not None  # an inset's arrows end at no ring (its panel has it)
-            assert len(after) == (not inset and bool(arrows)), case
+                tip, before = tail - shift + uv, uv
+            assert len(after) == bool(arrows), case
             for line in after:
                 np.testing.assert_allclose(line.get_xydata()[0], tip, atol=1e-12)
             checked += 1

@@ -222,7 +222,7 @@ def tutorial_03():
 def test_at_tutorial_03s_update_20_update_n_is_marked_at_k_n(tutorial_03):
     """Tutorial 03's explorer at update 20 marks it as plot_paths and findings do: the
     dashed line and the dots at k = 20, each dot the loss after 20 updates, each ring at
-    the parameters after update 20, the headline's mean band over findings' window;
+    the parameters after update 20, the headline's mean band over findings' window, a bar at each run's mean;
     the paths panel carries no text tag (the legend names the marks), and the star is
     drawn over the paths, under the boxes and rings."""
     from helpers.builders import tutorial_03_runs
@@ -238,7 +238,11 @@ def test_at_tutorial_03s_update_20_update_n_is_marked_at_k_n(tutorial_03):
     (band,) = [a for a in art.ax_loss.patches if a.get_gid() == "loss-window"]
     xs = np.asarray(band.get_path().transformed(band.get_patch_transform()).vertices)[:, 0]
     assert (xs.min(), xs.max()) == found.window
-    assert not [ln for ln in art.ax_loss.lines if (ln.get_gid() or "").startswith("loss-mean:")]  # shaded only
+    bars = {ln.get_gid().split(":")[1]: ln for ln in art.ax_loss.lines if (ln.get_gid() or "").startswith("loss-mean:")}
+    assert sorted(bars) == sorted(found.ranking)  # each run's mean over the band, as the headline compares them
+    for key, bar in bars.items():
+        assert list(bar.get_xdata()) == list(found.window)
+        np.testing.assert_allclose(bar.get_ydata(), [found.tail_loss[key]] * 2, rtol=1e-12)
     assert not [t for t in art.ax_path.texts if t.get_visible() and t.get_text()]
     z = {ln.get_gid(): ln.get_zorder() for ln in art.ax_path.lines}
     rings = [v for k, v in z.items() if k.startswith("position:")]

@@ -210,7 +210,9 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
     from matplotlib import patheffects
 
     assert data.box is not None
-    arrows = fit_arrows(data.chain, float(np.ptp(data.box[0])))
+    span = float(np.ptp(data.box[0]))
+    true = fit_arrows(data.chain, span)
+    arrows = beside_folds(true, span, span / (ax.bbox.width * 72.0 / ax.figure.dpi))
     for i, a in enumerate(arrows):
         ax.quiver(
             [a.tail[0]],
@@ -232,17 +234,43 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
         )
     if not arrows:
         return arrows
-    tip = arrows[-1].tail + arrows[-1].uv
-    if ax.get_axes_locator() is None:  # an inset's arrows end at no ring: its panel rings the point
-        ring = style.ROLE_LOOKS["current"].marker
-        ax.plot([tip[0]], [tip[1]], ring, ms=RING_MS, mfc="none", mec=tint(color, 0.3), mew=1.4, zorder=NEXT_Z)
-        ax.lines[-1].set_gid(f"zoom-next:{data.key}")
+    tip = true[-1].tail + true[-1].uv  # the point reached, whether or not the last arrow is drawn beside a fold
+    ring = style.ROLE_LOOKS["current"].marker
+    ax.plot([tip[0]], [tip[1]], ring, ms=RING_MS, mfc="none", mec=tint(color, 0.3), mew=1.4, zorder=NEXT_Z)
+    ax.lines[-1].set_gid(f"zoom-next:{data.key}")
     if len(arrows) > 1:  # a plain line: the arrows' heads already say which way it goes
         outline = [patheffects.withStroke(linewidth=2.8, foreground="white")]
         (x0, y0), (x1, y1) = data.position, tip
         ax.plot([x0, x1], [y0, y1], color=color, lw=1.1, path_effects=outline, zorder=ARROW_Z + 0.05)
         ax.lines[-1].set_gid(f"zoom-step:{data.key}")
     return arrows
+
+
+FOLD_GAP = 0.5  # points between a folded arrow and the head of the arrow it turns back along
+
+
+def beside_folds(arrows: Sequence[DrawnArrow], span: float, per_point: float) -> list[DrawnArrow]:
+    """``arrows`` with each one that turns back along the arrow before (``FOLD``) moved beside it, parallel and
+    at its length, to the side it turns to, clear of that arrow's head (a panel ``span`` wide, ``per_point`` of
+    it a point).
+
+    >>> a, b = beside_folds(fit_arrows([("m", np.zeros(2), np.array([1.0, 0.0])),
+    ...                                 ("g", np.array([1.0, 0.0]), np.array([-0.3, -0.01]))], 2.0), 2.0, 0.01)
+    >>> b.tail[0] == 1.0, b.tail[1] < 0, b.uv.tolist()  # moved down, the side it turns to, not along
+    (True, True, [-0.3, -0.01])
+    """
+    out = list(arrows)
+    for i in range(1, len(out)):
+        u, v = out[i - 1].uv, out[i].uv
+        nu, nv = float(np.hypot(*u)), float(np.hypot(*v))
+        if not (nu > 0 and nv > 0 and np.isfinite(nu * nv)) or float(u @ v) >= FOLD * nu * nv:
+            continue
+        left = np.array([-u[1], u[0]]) / nu
+        side = left if float(left @ v) >= 0 else -left
+        half = 0.5 * HEAD_WIDTH * out[i - 1].width + 0.5 * out[i].width  # of the panel's width, as quiver's widths
+        shift = side * (half * span + FOLD_GAP * per_point)
+        out[i] = dataclasses.replace(out[i], tail=out[i].tail + shift)
+    return out
 
 
 LABEL_GAP = 4.0  # points between an arrow's shaft and its name
@@ -309,7 +337,7 @@ def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
     from ..text.clashes import GAP
 
     for inset in ax.child_axes:
-        keep_labels_inside(inset)  # pyright: ignore[reportArgumentType]  # an inset is an Axes
+        keep_labels_inside(inset, pad + 1.5)  # pyright: ignore[reportArgumentType]  # an inset is an Axes
     renderer = canvas_renderer(ax.figure)
     frame = ax.get_window_extent(renderer)
     k = 72.0 / ax.figure.dpi

@@ -124,22 +124,25 @@ def plot_update(
     return fig
 
 
+def close_up_marks(after: str | None = "after it", trail: bool = True) -> dict[str, dict]:
+    """``{name: Line2D keywords}``: the close-ups' marks in grey, as a key names them (``after``: the ring's)."""
+    grey, ring = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"].marker
+    marks = {
+        "before the update: g taken here": dict(ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey),
+        after: dict(ls="none", marker=ring, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3)),
+        "step (the arrows' sum)": dict(ls="-", lw=1.1, color=grey),
+        "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
+    }
+    keep = {k: dict(m, mew=1.4) if "marker" in m else m for k, m in marks.items() if k}
+    return keep if trail else {k: m for k, m in keep.items() if k != "path so far"}
+
+
 def _key(chart: Axes) -> None:
     """One row under the lengths chart naming the panels' marks, in grey."""
     from matplotlib.lines import Line2D
     from matplotlib.transforms import offset_copy
 
-    grey, current = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"]
-    marks = {
-        "before the update: g taken here": dict(
-            ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey, mew=1.4
-        ),
-        "after it": dict(
-            ls="none", marker=current.marker, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3), mew=1.4
-        ),
-        "step (the arrows' sum)": dict(ls="-", lw=1.1, color=grey),
-        "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
-    }
+    marks = close_up_marks()
     chart.legend(
         [Line2D([0, 1], [0, 0], **m) for m in marks.values()],
         list(marks),

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 FIT_PAD = 0.15  # of the data's size, round it: the data fill 3/4 of a panel
 INSET_BELOW = 0.2  # an update spanning less than this of the shared box is drawn again, closer, in an inset
-INSET_SIZE = 0.4  # of its panel's side: the inset's, in its upper right corner (the update is at the centre)
+INSET_SIZE = 0.45  # of its panel's side: the inset's, in its upper right corner (the update is at the centre)
 
 
 def span_text(k: float) -> str:
@@ -92,7 +92,8 @@ def draw_inset(
 
     assert own.box is not None and shared.box is not None
     key, color = own.key, scene.colors[own.key]
-    inset = ax.inset_axes((0.58, 0.58, INSET_SIZE, INSET_SIZE), zorder=20)  # over the trail only
+    corner = 0.98 - INSET_SIZE  # its lower left: the inset sits in the upper right, just inside the frame
+    inset = ax.inset_axes((corner, corner, INSET_SIZE, INSET_SIZE), zorder=20)  # over the trail only
     panel.draw_update_panel(inset, scene, own, color, run_style, True, whole_path=False, labels=labels)
     inset.text(
         0.04,
