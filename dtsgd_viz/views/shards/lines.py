@@ -239,7 +239,7 @@ class NormPanel:
         x = float(ax.transData.inverted().transform(ax.transAxes.transform((column, 0.0)))[0])
         for text in texts:
             text.set_x(x)
-        inks = [text.get_bbox_patch().get_facecolor() if text.get_bbox_patch() else text.get_color() for text in texts]
+        inks = [t.get_bbox_patch().get_facecolor()[:3] if t.get_bbox_patch() else t.get_color() for t in texts]
         self.leader_lines = leaders(ax, fracs, placed, inks, x1=column - 0.008, min_shift=shift, gid="end-leader")
 
     def _end_entries(self) -> list[tuple[str, float, float, ColorType | None]]:  # (name, update, norm, chip colour)

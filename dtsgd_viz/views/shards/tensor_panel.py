@@ -145,9 +145,10 @@ class TensorPanel:
             self._set_nonfinite_cells(image)
         self._ticks()
         ax.tick_params(labelsize=style.TICK_SIZE)
-        # row bands: the y axis names them; else a chip above the top row's blocks, below the bottom row's
-        one = [p.rects[0] for p in self.patches if len(p.rects) == 1]
-        self.bands = image is not None and len(one) == len(self.patches) > 1 and all(r[2] == cols for r in one)
+        # row bands the y ticks bound: the y axis names them; else a chip above the top row's blocks, below the bottom's
+        one = [p.rects[0] for p in self.patches if len(p.rects) == 1 and p.rects[0][2] == cols]
+        rows_ticked = len(shape) == 2 or blocks_are_slices(self.patches, shape)  # not d0=k ticks
+        self.bands = image is not None and rows_ticked and len(one) == len(self.patches) > 1
         chip = [text_size(p.label, CHIP_SIZE) for p in self.patches]  # (width, height) points, about
         self.named = all(cw <= w and ch <= h for (cw, ch), (w, h) in zip(chip, self._room(image is None)))
         if self.bands and self.named:
@@ -205,12 +206,10 @@ class TensorPanel:
         kw.update(style.chip(*self.styles[p.group][:2]))
         if centred:
             text = ax.text(x + w / 2, y + h / 2, p.label, va="center", **kw)
-        elif y == 0:  # above the top edge
-            up = ax.transData + ScaledTranslation(0, LABEL_GAP / 72, shift)
-            text = ax.text(x + w / 2, 0, p.label, va="bottom", transform=up, **kw)
-        elif y + h == self.rows:  # below the bottom edge, between the x tick labels
-            down = ax.transData + ScaledTranslation(0, -LABEL_GAP / 72, shift)
-            text = ax.text(x + w / 2, self.rows, p.label, va="top", transform=down, **kw)
+        elif y == 0 or y + h == self.rows:  # above the top edge, or below the bottom one between the x tick labels
+            up = y == 0
+            at = ax.transData + ScaledTranslation(0, (1 if up else -1) * LABEL_GAP / 72, shift)
+            text = ax.text(x + w / 2, y + h * (not up), p.label, va="bottom" if up else "top", transform=at, **kw)
         else:  # a middle row of blocks: on the block's top outline
             text = ax.text(x + w / 2, y, p.label, va="center", **kw)
         text.set_visible(self.named)
