@@ -211,8 +211,7 @@ class NormPanel:
         handles = []
         if n <= MAX_NAMED:
             entries = self._end_entries()
-            fs = style.NOTE_SIZE + 0.5
-            self.end_labels = label_ends(ax, entries, fontsize=fs, outside=True, gid_prefix="end:", chips=True)
+            self.end_labels = label_ends(ax, entries, fontsize=style.NOTE_SIZE + 0.5, outside=True, gid_prefix="end:")
             self._lead()
         else:
             handles = [
@@ -247,7 +246,7 @@ class NormPanel:
             (p.label, self.data[:, g], c) for g, (p, (c, _, _)) in enumerate(zip(self.view.patches, self.view.styles))
         ]
         if self.median is not None:
-            columns.append(("median", median_line(self.data), None))  # black text, as its line
+            columns.append(("median", median_line(self.data), None))  # plain black, as its line
         out = []
         for name, col, ink in columns:
             ok = np.flatnonzero(np.isfinite(col))

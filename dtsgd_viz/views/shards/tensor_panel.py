@@ -145,10 +145,9 @@ class TensorPanel:
             self._set_nonfinite_cells(image)
         self._ticks()
         ax.tick_params(labelsize=style.TICK_SIZE)
-        # row bands the y ticks bound: the y axis names them; else a chip above the top row's blocks, below the bottom's
-        one = [p.rects[0] for p in self.patches if len(p.rects) == 1 and p.rects[0][2] == cols]
-        rows_ticked = len(shape) == 2 or blocks_are_slices(self.patches, shape)  # not d0=k ticks
-        self.bands = image is not None and rows_ticked and len(one) == len(self.patches) > 1
+        # row bands the y ticks bound: the y axis names them; else chips above the top row's blocks, below the bottom's
+        bands = len(self.patches) > 1 and all(len(p.rects) == 1 and p.rects[0][2] == cols for p in self.patches)
+        self.bands = bands and image is not None and (len(shape) == 2 or blocks_are_slices(self.patches, shape))
         chip = [text_size(p.label, CHIP_SIZE) for p in self.patches]  # (width, height) points, about
         self.named = all(cw <= w and ch <= h for (cw, ch), (w, h) in zip(chip, self._room(image is None)))
         if self.bands and self.named:
@@ -190,11 +189,8 @@ class TensorPanel:
         out = []
         for p in self.patches:
             _, y, w, h = p.rects[len(p.rects) // 2]
-            if self.bands:  # a y tick label at the band's middle
-                out.append((np.inf, 0.92 * h * ch))
-                continue
             below = not centred and y > 0 and y + h == self.rows  # between the x tick labels
-            edge = not centred and (y == 0 or below)
+            edge = not centred and not self.bands and (y == 0 or below)  # a band's: a y tick label, at its middle
             wide = np.inf if w == self.cols else 0.92 * w * cw - below * text_size(str(self.cols), style.TICK_SIZE)[0]
             out.append((wide, np.inf if edge else 0.92 * h * ch))
         return out

@@ -96,13 +96,12 @@ def label_ends(
     room: float | None = None,
     gid_prefix: str = "label:",
     outside: bool = False,
-    chips: bool = False,
 ) -> list[Text]:
     """Write each ``(text, x, y, color)`` of ``entries`` right of ``(x, y)`` (a line's end), pushed apart vertically
     so none overprints another; ``room``: widen the x axis by this share of its span (None: not widened);
-    ``outside``: a column just right of the right spine instead, the x axis as it is; ``chips``: each on a box of its
-    colour (``style.chip``), not in it. Entries whose ``y`` is not finite (or not positive on a log axis) are left
-    out. Returns the ``Text`` artists (``move_ends`` moves them)."""
+    ``outside``: a column just right of the right spine instead, the x axis as it is. A name with a colour is on a
+    chip of it (``style.chip``), one without in plain black. Entries whose ``y`` is not finite (or not positive on a
+    log axis) are left out. Returns the ``Text`` artists (``move_ends`` moves them)."""
     from matplotlib.transforms import blended_transform_factory
 
     keep = [
@@ -133,7 +132,7 @@ def label_ends(
             fontweight="bold",
             clip_on=False,
             gid=f"{gid_prefix}{text}",
-            **(style.chip(color) if chips and color is not None else {"color": color}),
+            **(style.chip(color) if color is not None else {"color": "black"}),
         )
         for text, x, _, color in keep
     ]
