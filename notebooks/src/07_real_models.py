@@ -169,11 +169,12 @@ print(check_recording(tr_rec))
 # `plot_shards` shows a recorded tensor with each device's block outlined. The attention
 # output kernel is `(heads, key_dim, width) = (4, 4, 16)`, drawn with its first two dims
 # flattened into rows: four rows per head, and each head is one block (on one `model`
-# device, copied over `batch`). Right: each head's velocity norm over the 30 updates, one line per
-# block in its colour (the two replicas of a head always agree, so they are one line):
-# the heads move at somewhat different paces. A norm of exactly 0, which a log axis
-# cannot draw, is a grey open circle on the bottom edge, labelled 0: every head's, after update 1, so the
-# panel's title reads the median's rise from update 2.
+# device, copied over `batch`), named on the left beside its rows. Right: each head's
+# velocity norm over the 30 updates, one line per block in its colour (the two replicas of
+# a head always agree, so they are one line): the heads move at somewhat different paces.
+# A norm of exactly 0, which a log axis cannot draw, is a grey open circle on the bottom
+# edge, labelled 0: every head's, after update 1, so the panel's title reads the median's
+# rise from update 2.
 
 # %%
 show(dtsgd_viz.plot_shards(tr_rec, "attention/attention_output/kernel", "velocity", step=10))

@@ -212,15 +212,15 @@ print(dtsgd_viz.reference.check_recording(r))
 # %% [markdown]
 # `plot_shards` draws the velocity of `w` after the last update, each device's block
 # outlined. The top row of blocks (`x` = 0) is held by client 0's four CPUs, the bottom
-# row by client 1's: each client numbers its own CPUs from 0, so the labels name the
-# task too (`t0/CPU:0` is `CPU:0` of `task:0`), each block in its own colour. The
-# right panel is the norm of the 8 blocks over the run, one line per block in its colour:
-# their curves stay within about 2x of each other (2.1x at the last update, as the title
-# says; the title names the largest and the smallest block). Their names stand in a column
-# right of the panel, in the order of the lines' ends. The panel title reads the median
-# block's norm (`norm_panel_text`, printed under the figure): it rises to a peak early,
-# then falls. (It is the median of all 8
-# blocks; the live monitor of cell 7 reads client 0's 4, so its peak can fall one update apart.)
+# row by client 1's: each client numbers its own CPUs from 0, so the labels name the task
+# too (`t0/CPU:0` is `CPU:0` of `task:0`), each block in its own colour. The right panel
+# is the norm of the 8 blocks over the run, one line per block in its colour: their curves
+# stay within about 2x of each other (2.1x at the last update, as the title says; the
+# title names the largest and the smallest block). Their names stand on chips of their
+# lines' colours in a column right of the panel, in the order of the lines' ends. The
+# panel title reads the median block's norm (`norm_panel_text`, printed under the figure):
+# it rises to a peak early, then falls. (It is the median of all 8 blocks; the live
+# monitor of cell 7 reads client 0's 4, so its peak can fall one update apart.)
 
 # %%
 from dtsgd_viz.views.shards.findings import norm_panel_text

@@ -9,7 +9,7 @@ import pytest
 from matplotlib.colors import to_rgb
 
 import dtsgd_viz
-from dtsgd_viz.views.mesh.layout_colors import label_ink
+from dtsgd_viz.views.mesh.layout_colors import lightness_of
 from dtsgd_viz.views.shards.findings import norm_change_text, spread_text
 from dtsgd_viz.views.shards.plot import draw_shards
 from dtsgd_viz.views.text.clashes import clashes
@@ -36,7 +36,7 @@ def _block_norms(r, kind="velocity"):
 
 
 @pytest.mark.slow
-def test_each_chip_sits_at_its_blocks_top_edge_the_top_row_above_the_heatmap(runs):
+def test_each_chip_sits_off_the_cells_the_top_row_above_the_heatmap_the_bottom_row_below(runs):
     view = draw_shards(runs["nesterov"], "w", "velocity", 10)
     fig = view.figure
     fig.draw_without_rendering()
@@ -47,11 +47,12 @@ def test_each_chip_sits_at_its_blocks_top_edge_the_top_row_above_the_heatmap(run
     for chip, p in zip(view.tensor.labels, view.patches):
         x, y, w, _ = p.rects[0]
         box = chip.get_bbox_patch().get_window_extent(r)
-        edge = ax.transData.transform((0, y))[1]
         if y == 0:  # over the heatmap's top edge, off the data
             assert box.y0 >= frame.y1
-        else:  # on the block's top outline, inside the heatmap
-            assert box.y0 < edge < box.y1 and frame.y0 < box.y0
+        else:  # under its bottom edge, off the data, clear of the x tick labels and the x label
+            assert box.y1 <= frame.y0
+            for text in [*ax.get_xticklabels(), ax.xaxis.label]:
+                assert not text.get_text() or not box.overlaps(text.get_window_extent(r))
         left, right = ax.transData.transform([(x, 0), (x + w, 0)])[:, 0]  # each chip as wide as its block at most
         assert left <= box.x0 and box.x1 <= right
 
@@ -75,7 +76,9 @@ def test_each_line_is_named_once_at_its_end_in_a_legible_ink(runs, rule):
     assert [t.get_text() for t in view.norm.end_labels] == [*names, "median"]
     named, ends = list(range(len(names))), [*last, median[-1]]
     for t, g in zip(view.norm.end_labels, named):
-        assert to_rgb(t.get_color()) == label_ink(view.norm.lines[g].get_color())
+        face = view.norm.lines[g].get_color()  # the name on a chip of its line's colour, in an ink that reads on it
+        assert t.get_bbox_patch().get_facecolor()[:3] == to_rgb(face)
+        assert abs(lightness_of(t.get_color()) - lightness_of(face)) >= 45
     for t in view.norm.end_labels:
         assert t.get_window_extent(rd).x0 >= frame.x1  # right of the lines' ends
     # pushed apart as little as needed, the names keep the order of the lines' ends

@@ -139,10 +139,10 @@ def test_a_run_wide_colour_scale_is_said_on_the_colour_bar_and_each_kind_by_its_
     )
 
 
-def test_a_tall_strip_names_each_block_once_at_its_top_edge():
-    """A (16, 1) kernel cut by rows: blocks that are row bands (as 07's heads) have their
-    chips on their top outlines (the first one's above the heatmap), the row ticks at the
-    block boundaries, no text clashing."""
+def test_a_tall_strip_names_its_row_bands_on_the_y_axis_off_the_cells():
+    """A (16, 1) kernel cut by rows: blocks that are row bands (as 07's heads) are named by
+    the y axis, a chip at each band's middle left of the heatmap, over no cell, no text
+    clashing."""
     from dtsgd_viz.geometry import shard_geometry
     from dtsgd_viz.specs import LayoutSpec, MeshSpec
     from dtsgd_viz.views.core.figure import new_figure
@@ -158,12 +158,14 @@ def test_a_tall_strip_names_each_block_once_at_its_top_edge():
     fig.draw_without_rendering()
     r = fig.canvas.get_renderer()
     assert panel.named and [t.get_text() for t in panel.labels] == [p.label for p in panel.patches]
-    assert list(ax.get_yticks()) == [0, 4, 8, 12, 16]  # the block boundaries
+    assert list(ax.get_yticks()) == [2, 6, 10, 14]  # the bands' middles
+    assert [t.get_text() for t in ax.get_yticklabels()] == [p.label for p in panel.patches]
     frame = ax.get_window_extent(r)
     for text, p in zip(panel.labels, panel.patches):
-        y = p.rects[0][1]
-        box = text.get_window_extent(r)
-        edge = ax.transData.transform((0, y))[1]
-        assert text.get_visible()
-        assert box.y0 >= frame.y1 if y == 0 else box.y0 < edge < box.y1  # at its top edge
+        _, y, _, h = p.rects[0]
+        box = text.get_bbox_patch().get_window_extent(r)
+        top, bottom = ax.transData.transform([(0, y), (0, y + h)])[:, 1]
+        assert text.get_visible() and box.x1 <= frame.x0  # off the heatmap
+        assert bottom <= box.y0 and box.y1 <= top  # beside its own band
+        assert text.get_bbox_patch().get_facecolor()[:3] == to_rgb(panel.styles[p.group][0])
     assert clashes(ax, r) == []

@@ -53,22 +53,23 @@ def _view(shape, specs):
 
 
 @pytest.mark.slow
-def test_blocks_that_are_d0_slices_have_chips_at_their_top_edges_and_row_ticks_not_d0_ticks():
+def test_blocks_that_are_d0_slices_are_named_by_the_y_axis_not_d0_ticks():
+    """07's heads: each block a d0 slice, a row band; its chip is the y tick label at its
+    middle, beside the heatmap, over no cell."""
     view = _view((4, 4, 16), ("model", "unsharded", "unsharded"))
     panel, ax = view.tensor, view.heat_ax
     assert blocks_are_slices(panel.patches, (4, 4, 16))
-    # row ticks at the block boundaries, each chip on its block's top edge (the first above the heatmap)
-    assert [t.get_text() for t in ax.get_yticklabels() if t.get_text()] == ["0", "4", "8", "12", "16"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [p.label for p in panel.patches]
+    assert list(ax.get_yticks()) == [2, 6, 10, 14]  # the bands' middles
     assert ax.get_ylabel() == "rows: d0 x d1 flattened" and panel.named
     renderer = view.figure.canvas.get_renderer()
     heat = ax.get_window_extent(renderer)
     for chip, p in zip(panel.labels, panel.patches):
         assert chip.get_visible()
         box = chip.get_bbox_patch().get_window_extent(renderer)
-        y = p.rects[0][1]
-        edge = ax.transData.transform((0, y))[1]
-        assert box.y0 >= heat.y1 - 0.5 if y == 0 else box.y0 < edge < box.y1
-        assert heat.x0 <= box.x0 and box.x1 <= heat.x1  # over the heatmap's width, by its blocks
+        _, y, _, h = p.rects[0]
+        top, bottom = ax.transData.transform([(0, y), (0, y + h)])[:, 1]
+        assert box.x1 <= heat.x0 and bottom <= box.y0 and box.y1 <= top  # left of its own band
 
 
 @pytest.mark.slow

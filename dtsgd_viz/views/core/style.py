@@ -203,6 +203,15 @@ def block_style(place: int) -> tuple[str, str, object]:
     return (BLOCK_COLORS[place % p], BLOCK_HATCHES[k % len(BLOCK_HATCHES)], BLOCK_LINESTYLES[k % len(BLOCK_LINESTYLES)])
 
 
+def chip(color: ColorType, hatch: str | None = None) -> dict[str, Any]:
+    """Text keywords naming a block (or run) on a box of its colour, in black or white: whichever reads on it."""
+    from matplotlib.colors import to_rgb
+
+    light = sum(w * c for w, c in zip((0.299, 0.587, 0.114), to_rgb(color))) > 0.5
+    box = dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9, hatch=hatch or None)
+    return {"color": "black" if light else "white", "bbox": box}
+
+
 def block_styles(geometry: ShardGeometry) -> tuple[tuple[str, str, object], ...]:
     """``(colour, hatch, linestyle)`` of every replica group of ``geometry``.
 

@@ -59,25 +59,6 @@ def text_color_for(color: ColorType) -> str:
     return "white" if lightness_of(color) < TEXT_LIGHTNESS else "black"
 
 
-INK_LIGHTNESS = 55.0  # CIE L*: text in a line's colour is darkened to at most this on white
-
-
-def label_ink(color: ColorType, max_lightness: float = INK_LIGHTNESS) -> tuple[float, float, float]:
-    """``color`` for text on white: itself if dark enough, else darkened to CIE L* ``max_lightness`` (~4:1)."""
-    rgb = to_rgb(color)
-    if lightness_of(rgb) <= max_lightness:
-        return rgb
-    lo, hi = 0.0, 1.0  # the scale factor: lightness grows with it
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        if lightness_of((rgb[0] * mid, rgb[1] * mid, rgb[2] * mid)) > max_lightness:
-            hi = mid
-        else:
-            lo = mid
-    r, g, b = (round(c * lo, 4) for c in rgb)
-    return r, g, b
-
-
 def levels(n: int) -> tuple[float, ...]:
     """``n`` lightness levels, dark to light, none within 6 of ``TEXT_LIGHTNESS``."""
     out = [34.0 + 50.0 * k / max(1, n - 1) for k in range(n)]

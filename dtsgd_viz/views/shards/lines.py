@@ -13,7 +13,6 @@ from matplotlib.transforms import blended_transform_factory
 
 from ..core import style
 from ..core.log_ticks import use_log_ticks
-from ..mesh.layout_colors import label_ink
 from ..text.direct import OUTSIDE_PAD, axes_height_points, label_ends, leaders
 from .findings import median_line, norm_change_text
 from .geometry import block_norm_lines, minmax_decimate, shard_norms
@@ -239,16 +238,15 @@ class NormPanel:
         x = float(ax.transData.inverted().transform(ax.transAxes.transform((column, 0.0)))[0])
         for text in texts:
             text.set_x(x)
-        inks = [text.get_color() for text in texts]
+        inks = [t.get_bbox_patch().get_facecolor()[:3] if t.get_bbox_patch() else t.get_color() for t in texts]
         self.leader_lines = leaders(ax, fracs, placed, inks, x1=column - 0.008, min_shift=shift, gid="end-leader")
 
-    def _end_entries(self) -> list[tuple[str, float, float, ColorType]]:  # (name, update, norm, ink) at line ends
-        columns: list[tuple[str, np.ndarray, ColorType]] = [
-            (p.label, self.data[:, g], label_ink(c))
-            for g, (p, (c, _, _)) in enumerate(zip(self.view.patches, self.view.styles))
+    def _end_entries(self) -> list[tuple[str, float, float, ColorType | None]]:  # (name, update, norm, chip colour)
+        columns: list[tuple[str, np.ndarray, ColorType | None]] = [
+            (p.label, self.data[:, g], c) for g, (p, (c, _, _)) in enumerate(zip(self.view.patches, self.view.styles))
         ]
         if self.median is not None:
-            columns.append(("median", median_line(self.data), MEDIAN_COLOR))
+            columns.append(("median", median_line(self.data), None))  # plain black, as its line
         out = []
         for name, col, ink in columns:
             ok = np.flatnonzero(np.isfinite(col))
@@ -260,6 +258,8 @@ class NormPanel:
         i, x = self.view.index, self.view.updates
         y = self.data[i]
         keep = np.flatnonzero(np.isfinite(y) & np.asarray([line.get_visible() for line in self.lines]))
+        if i == len(x) - 1 and len(self.lines) <= MAX_NAMED:  # the ends, each named: no dots hiding them, each other
+            keep = keep[:0]
         with np.errstate(divide="ignore", invalid="ignore"):  # the extremes (the title's largest, smallest) on top
             log = np.log(np.abs(y[keep]))
             keep = keep[np.argsort(np.abs(log - np.median(log)), kind="stable")] if len(keep) else keep

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 from matplotlib import colormaps
-from matplotlib.colors import to_rgb
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 from matplotlib.transforms import ScaledTranslation
@@ -146,12 +145,21 @@ class TensorPanel:
             self._set_nonfinite_cells(image)
         self._ticks()
         ax.tick_params(labelsize=style.TICK_SIZE)
+        # row bands the y ticks bound: the y axis names them; else chips above the top row's blocks, below the bottom's
+        bands = len(self.patches) > 1 and all(len(p.rects) == 1 and p.rects[0][2] == cols for p in self.patches)
+        self.bands = bands and image is not None and (len(shape) == 2 or blocks_are_slices(self.patches, shape))
         chip = [text_size(p.label, CHIP_SIZE) for p in self.patches]  # (width, height) points, about
         self.named = all(cw <= w and ch <= h for (cw, ch), (w, h) in zip(chip, self._room(image is None)))
-        for p in self.patches:
-            color, hatch, _ = styles[p.group]
-            x, y, w, h = p.rects[len(p.rects) // 2]  # a rank-3 block: one chip, on its middle piece
-            self.labels.append(self._label(x, y, w, h, p, color, hatch, image is None))
+        if self.bands and self.named:
+            ax.set_yticks([p.rects[0][1] + p.rects[0][3] / 2 for p in self.patches], [p.label for p in self.patches])
+            ax.tick_params(axis="y", length=0, pad=LABEL_GAP + 2)
+            for p, text in zip(self.patches, ax.get_yticklabels()):
+                text.set(fontsize=CHIP_SIZE, gid=f"label-{p.group}", **style.chip(*styles[p.group][:2]))
+                self.labels.append(text)
+        else:
+            for p in self.patches:
+                x, y, w, h = p.rects[len(p.rects) // 2]  # a rank-3 block: one chip, on its middle piece
+                self.labels.append(self._label(x, y, w, h, p, image is None))
 
     def _cell_points(self) -> tuple[float, float]:  # a cell's (width, height) in points once laid out, about
         wide, tall = (v * 72 / self.ax.figure.dpi for v in self.ax.figure.bbox.size)  # a SubFigure's own box
@@ -181,24 +189,24 @@ class TensorPanel:
         out = []
         for p in self.patches:
             _, y, w, h = p.rects[len(p.rects) // 2]
-            edge = not centred and y == 0
-            wide = np.inf if w == self.cols else 0.92 * w * cw  # a whole row band: a chip may overhang it
+            below = not centred and y > 0 and y + h == self.rows  # between the x tick labels
+            edge = not centred and not self.bands and (y == 0 or below)  # a band's: a y tick label, at its middle
+            wide = np.inf if w == self.cols else 0.92 * w * cw - below * text_size(str(self.cols), style.TICK_SIZE)[0]
             out.append((wide, np.inf if edge else 0.92 * h * ch))
         return out
 
-    def _label(self, x, y, w, h, p, color, hatch, centred) -> Text:  # a block's chip
+    def _label(self, x, y, w, h, p, centred) -> Text:  # a block's chip, off the data where it can be
         ax = self.ax
-        box = dict(boxstyle="round,pad=0.2", facecolor=color, edgecolor="none", alpha=0.9, hatch=hatch or None)
-        ink = "black" if float(np.dot(to_rgb(color), (0.299, 0.587, 0.114))) > 0.5 else "white"  # reads on it
-        kw: dict[str, Any] = dict(ha="center", zorder=4, fontsize=CHIP_SIZE, color=ink, bbox=box, clip_on=False)
-        kw["gid"] = f"label-{p.group}"
         shift = ax.figure.dpi_scale_trans
+        kw: dict[str, Any] = dict(ha="center", zorder=4, fontsize=CHIP_SIZE, clip_on=False, gid=f"label-{p.group}")
+        kw.update(style.chip(*self.styles[p.group][:2]))
         if centred:
             text = ax.text(x + w / 2, y + h / 2, p.label, va="center", **kw)
-        elif y == 0:  # above the top edge: off the data
-            up = ax.transData + ScaledTranslation(0, LABEL_GAP / 72, shift)
-            text = ax.text(x + w / 2, 0, p.label, va="bottom", transform=up, **kw)
-        else:  # on the block's top outline
+        elif y == 0 or y + h == self.rows:  # above the top edge, or below the bottom one between the x tick labels
+            up = y == 0
+            at = ax.transData + ScaledTranslation(0, (1 if up else -1) * LABEL_GAP / 72, shift)
+            text = ax.text(x + w / 2, y + h * (not up), p.label, va="bottom" if up else "top", transform=at, **kw)
+        else:  # a middle row of blocks: on the block's top outline
             text = ax.text(x + w / 2, y, p.label, va="center", **kw)
         text.set_visible(self.named)
         return text

@@ -99,8 +99,9 @@ def label_ends(
 ) -> list[Text]:
     """Write each ``(text, x, y, color)`` of ``entries`` right of ``(x, y)`` (a line's end), pushed apart vertically
     so none overprints another; ``room``: widen the x axis by this share of its span (None: not widened);
-    ``outside``: a column just right of the right spine instead, the x axis as it is. Entries whose ``y`` is not
-    finite (or not positive on a log axis) are left out. Returns the ``Text`` artists (``move_ends`` moves them)."""
+    ``outside``: a column just right of the right spine instead, the x axis as it is. A name with a colour is on a
+    chip of it (``style.chip``), one without in plain black. Entries whose ``y`` is not finite (or not positive on a
+    log axis) are left out. Returns the ``Text`` artists (``move_ends`` moves them)."""
     from matplotlib.transforms import blended_transform_factory
 
     keep = [
@@ -128,10 +129,10 @@ def label_ends(
             ha="left",
             va="center",
             fontsize=fontsize,
-            color=color,
             fontweight="bold",
             clip_on=False,
             gid=f"{gid_prefix}{text}",
+            **(style.chip(color) if color is not None else {"color": "black"}),
         )
         for text, x, _, color in keep
     ]
@@ -153,8 +154,9 @@ def move_ends(ax: Axes, texts: Sequence[Text], ends: Sequence[tuple[float, float
     ]
     fontsize = float(texts[0].get_fontsize()) if texts else style.LABEL_SIZE
     lines = max((t.get_text().count("\n") + 1 for t in texts), default=1)  # the tallest name's lines
-    # a line and a little air; names of several lines at matplotlib's 1.2 line spacing and a third of an em apart
-    gap = (1.15 if lines == 1 else 1.2 * lines + 0.3) * fontsize / axes_height_points(ax)
+    # a line and a little air (and a chip's pads); names of several lines at 1.2 spacing, a third of an em apart
+    one = 1.15 + 0.5 * any(t.get_bbox_patch() is not None for t in texts)
+    gap = (one if lines == 1 else 1.2 * lines + 0.3) * fontsize / axes_height_points(ax)
     fracs = spread([_fraction(ax, ends[i][1]) for i in ok], gap, 0.02, 0.98)
     for t in texts:
         t.set_visible(False)
