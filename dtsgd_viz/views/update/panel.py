@@ -250,26 +250,16 @@ FOLD_GAP = 0.5  # points between a folded arrow and the head of the arrow it tur
 
 
 def beside_folds(arrows: Sequence[DrawnArrow], span: float, per_point: float) -> list[DrawnArrow]:
-    """``arrows`` with each one that turns back along the arrow before (``FOLD``) moved beside it, parallel and
-    at its length, to the side it turns to, clear of that arrow's head (a panel ``span`` wide, ``per_point`` of
-    it a point).
-
-    >>> a, b = beside_folds(fit_arrows([("m", np.zeros(2), np.array([1.0, 0.0])),
-    ...                                 ("g", np.array([1.0, 0.0]), np.array([-0.3, -0.01]))], 2.0), 2.0, 0.01)
-    >>> b.tail[0] == 1.0, b.tail[1] < 0, b.uv.tolist()  # moved down, the side it turns to, not along
-    (True, True, [-0.3, -0.01])
-    """
+    """``arrows``, each turning back along the one before (``FOLD``) moved beside it to the side it turns to,
+    parallel, clear of that arrow's head (a panel ``span`` wide, ``per_point`` of it a point)."""
     out = list(arrows)
     for i in range(1, len(out)):
         u, v = out[i - 1].uv, out[i].uv
         nu, nv = float(np.hypot(*u)), float(np.hypot(*v))
-        if not (nu > 0 and nv > 0 and np.isfinite(nu * nv)) or float(u @ v) >= FOLD * nu * nv:
-            continue
-        left = np.array([-u[1], u[0]]) / nu
-        side = left if float(left @ v) >= 0 else -left
-        half = 0.5 * HEAD_WIDTH * out[i - 1].width + 0.5 * out[i].width  # of the panel's width, as quiver's widths
-        shift = side * (half * span + FOLD_GAP * per_point)
-        out[i] = dataclasses.replace(out[i], tail=out[i].tail + shift)
+        if nu > 0 and nv > 0 and np.isfinite(nu * nv) and float(u @ v) < FOLD * nu * nv:
+            side = np.array([-u[1], u[0]]) / nu * (1.0 if float(u[0] * v[1] - u[1] * v[0]) >= 0 else -1.0)
+            half = 0.5 * HEAD_WIDTH * out[i - 1].width + 0.5 * out[i].width  # of the panel's width, as quiver's
+            out[i] = dataclasses.replace(out[i], tail=out[i].tail + side * (half * span + FOLD_GAP * per_point))
     return out
 
 
