@@ -29,19 +29,21 @@ from ..views.paths.loss import LOSS_XLABEL
 from ..views.paths.scene import build_scene
 from ..views.update import geometry as upd
 from ..views.update import panel
-from ..views.update.zoom import FIT_PAD, INSET_BELOW, shared_factor, shared_zoom, span_text
+from ..views.update.plot import close_up_marks
+from ..views.update.zoom import INSET_RECT, inset_text, shared_factor, shared_zoom, span_text
 from . import encode
-from .look import look_table
+from .look import look_data, look_table
 from .widget import BrowserWidget
 
 if TYPE_CHECKING:
     from ..recording import Recording
     from ..theory.surfaces import Surface
 
-__all__ = ["path_state", "loss_ticks", "update_ticks", "zoom_boxes", "PathExplorer", "TERM_NAMES"]
+__all__ = ["path_state", "loss_ticks", "update_ticks", "zoom_boxes", "close_key", "PathExplorer", "TERM_NAMES"]
 
 # the rule's terms as the close-up and the hover name them
 TERM_NAMES = dict(upd.TERM_SHORT)
+FAINT_TINT, FAINT_LW = 0.78, 1.0  # the path so far in a close-up: towards white (past the gradient's), its width
 
 
 def loss_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
@@ -143,21 +145,38 @@ def _terms(
     return names, uvs, lengths, iterates
 
 
+def close_key() -> list[dict[str, Any]]:
+    """The key of the close-ups' marks as the still's key draws and names them
+    (``views.update.plot.close_up_marks``): ``[{"mark": "before" | "after" | "step" | "trail", "text",
+    "color", "width"}]`` (width: a line's, in pixels)."""
+    out = []
+    for (words, m), mark in zip(close_up_marks().items(), ("before", "after", "step", "trail")):
+        color = m.get("mec", m.get("color"))
+        width = m.get("lw", 0.0) * style.DPI / 72.0
+        out.append({"mark": mark, "text": words, "color": mcolors.to_hex(color), "width": round(width, 3)})
+    return out
+
+
 def zoom_boxes(
     positions: list[np.ndarray],
     chains: list[np.ndarray],
     nexts: list[np.ndarray],
     main: geo.Box,
     iterates: list[np.ndarray | None] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[str]]]:
     """The close-ups of every kept update on one shared zoom, as the explorer's still and
     ``plot_update`` frame them (``views.update.zoom.shared_zoom``: each run's box fitted
     to its position, arrow tips and Nesterov's iterate, all the largest one's size):
-    ``(m, runs, 4)`` square boxes (x0, x1, y0, y1) and ``(m,)`` how many times closer
-    than the paths they are (``zoom.shared_factor``, the caption's ``×N``). Without
+    ``(m, runs, 4)`` square boxes (x0, x1, y0, y1), ``(m,)`` how many times closer
+    than the paths they are (``zoom.shared_factor``, the caption's ``×N``), and the
+    insets of the updates too small at that zoom, as the still draws them
+    (``zoom.draw_inset``): ``(m, runs, 4)`` their own boxes (NaN: no inset) and
+    ``[m][runs]`` their marks (``zoom.inset_text``, the 1/N; ``""``: no inset). Without
     arrows (``chains`` of no terms) a box frames the position and the next point."""
     m, r = len(positions[0]), len(positions)
     boxes = np.full((m, r, 4), np.nan)
+    inset_boxes = np.full((m, r, 4), np.nan)
+    inset_texts = [[""] * r for _ in range(m)]
     factors = np.full(m, np.nan)
     for i in range(m):
         datas: dict[str, panel.PanelData] = {}
@@ -171,14 +190,19 @@ def zoom_boxes(
             nesterov = None if it is None else (it[i], p0)
             box = ((0.0, 1.0), (0.0, 1.0)) if np.all(np.isfinite(p0)) else None  # fit_box replaces it
             datas[str(j)] = panel.PanelData(str(j), i, p0, tuple(chain), nesterov, p0[None], box)
-        _, shared, _ = shared_zoom(datas, main)
+        own, shared, small = shared_zoom(datas, main)
         framed = {k: d for k, d in shared.items() if d.box is not None and np.all(np.isfinite(d.box))}
         for k, d in framed.items():
             assert d.box is not None  # (kept by the filter)
             (x0, x1), (y0, y1) = d.box
             boxes[i, int(k)] = (x0, x1, y0, y1)
+            box = own[k].box
+            if k in small and box is not None and np.all(np.isfinite(box)):
+                (x0, x1), (y0, y1) = box
+                inset_boxes[i, int(k)] = (x0, x1, y0, y1)
+                inset_texts[i][int(k)] = inset_text(main, own[k])
         factors[i] = shared_factor(main, framed)
-    return boxes, factors
+    return boxes, factors, inset_boxes, inset_texts
 
 
 def path_state(
@@ -197,8 +221,10 @@ def path_state(
     the ring is), the loss after it (``loss_at``, marked at ``marked_k`` = n as
     ``plot_paths`` and ``findings`` mark it, the headline's ``mean_window`` shaded), the
     terms (projected and their full-space lengths); the close-up boxes per update on one
-    shared zoom (``zoom_boxes``) and that zoom as the still's caption says it
-    (``zoom_text``).
+    shared zoom (``zoom_boxes``), that zoom as the still's caption says it
+    (``zoom_text``), the insets of the updates too small at it with their 1/N (``inset``,
+    ``inset_text``, placed at ``inset_rect`` as ``zoom.draw_inset`` places them) and the
+    key of the close-ups' marks (``close_key``).
 
     ``step``: the update shown first, as ``recording.steps`` counts them (None: the
     first); ``max_points``: at most this many updates on the slider (a longer run keeps
@@ -213,6 +239,7 @@ def path_state(
     start = int(np.argmin(np.abs(kept - start)))
     arrows = all(upd.why_no_arrows(r) is None for r in scene.recordings.values())  # kinds and every update
     runs, positions, chains, nexts, iterates = {}, [], [], [], []
+    faint_ls = {k: look.ls for k, look in style.run_looks(names).items()}
     loss_lo, loss_hi = np.inf, 0.0
     for key in names:
         rec, coords = scene.recordings[key], scene.coords[key]
@@ -234,6 +261,8 @@ def path_state(
         }
         color = scene.colors[key]
         run["tint"] = mcolors.to_hex(panel.tint(color, style.REMAINDER_TINT))
+        # the path so far under a close-up's arrows: thin and paler than the gradient's arrow (panel.TINT)
+        run["faint"] = look_data(style.Look(panel.tint(color, FAINT_TINT), faint_ls[key], FAINT_LW))
         if arrows:
             terms, uvs, lengths, its = _terms(rec, scene.name, scene.plane, coords, kept)
             iterates.append(its)
@@ -249,7 +278,8 @@ def path_state(
     ticks, labels = loss_ticks(loss_lo, loss_hi)
     if ticks and ticks[0] > 3.0 * loss_lo:  # the curve's bottom unlabelled: the decade under it ticked too
         ticks, labels = loss_ticks(10.0 ** np.floor(np.log10(loss_lo)), loss_hi)
-    zoom, factors = zoom_boxes(positions, chains, nexts, scene.box, iterates)
+    zoom, factors, insets, inset_texts = zoom_boxes(positions, chains, nexts, scene.box, iterates)
+    (ix, iy, iw, ih) = INSET_RECT
     return {
         "kind": "paths",
         "names": names,
@@ -272,9 +302,12 @@ def path_state(
         "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N
         "update_ticks": update_ticks(int(steps[-1])),
         "loss_xlabel": LOSS_XLABEL,  # the loss axis' words, as every loss panel says them
-        # an update reaching under this share of its close-up: the still insets it (zoom.shared_zoom, its box
-        # padded by FIT_PAD); the browser, which draws no inset, names it too small there
-        "small_below": INSET_BELOW / (1.0 + 2.0 * FIT_PAD),
+        # an update too small at the shared zoom drawn again at its own in an inset, as the still's (zoom.draw_inset):
+        # its box, its 1/N and where in its close-up it sits (x, y from the upper left, w, h: shares of the side)
+        "inset": encode.array(insets),
+        "inset_text": inset_texts,
+        "inset_rect": [ix, 1.0 - iy - ih, iw, ih],
+        "close_key": close_key(),
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
         "loss_ticks": ticks,
         "loss_labels": labels,

@@ -303,13 +303,13 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # wall to wall (the saw-tooth of its loss, right). At the scale of the paths most of
 # these updates are a few pixels long, so under the loss each run's update is drawn up
 # close, all three on one shared zoom (the caption says it once: every panel spans 1/6.0
-# of the paths' width), with its terms as arrows at their true length. The still (what a page
-# without scripts shows) draws a run too small to read at that zoom again, closer, in an inset
-# that names its arrows and says its own 1/N;
-# the browser draws no inset: such a close-up says "too small to see at this zoom" and the bars
-# beside give its lengths. Update 20 is marked as
+# of the paths' width), with its terms as arrows at their true length. A run too small to read
+# at that zoom (here plain and Nesterov) is drawn again, closer, in an inset that names its
+# arrows and says its own 1/N, as the still (what a page without scripts shows) draws it; a
+# dotted box marks what the inset enlarges. A key under the close-ups names their marks.
+# Update 20 is marked as
 # in `plot_paths`: each ring is where its run is after update 20, and the loss panel's
-# dashed line and dots sit at k = 20, the loss after it, with the pale band over the
+# dashed line and rings sit at k = 20, the loss after it, with the pale band over the
 # updates whose mean the headline compares. In the browser, bars beside the close-ups give
 # the lengths of μ·v, −lr·g and of the whole step, each with its number. At update 20
 # momentum's step is several times Nesterov's.

@@ -345,6 +345,49 @@ def test_the_browser_says_the_shared_zoom_the_still_says(recs, state):
         assert not [p for ax in fig.axes for p in ax.patches if (p.get_gid() or "").startswith("zoom-box:")], n
 
 
+@pytest.mark.slow
+def test_the_browsers_insets_are_the_stills(recs, state):
+    """A run too small at the shared zoom is inset in the browser exactly where the still
+    insets it (``zoom.draw_inset`` in the explorer still): the same runs, the same box (its
+    dotted rectangle) and the same 1/N; the others have none (NaN, ""). The inset's place is
+    the still's (``zoom.INSET_RECT``, turned to the upper left)."""
+    from dtsgd_viz.views.update.zoom import INSET_RECT
+    from dtsgd_viz.widgets.explorer_figure import explorer_still
+
+    insets, names = decode(state["inset"]), state["names"]
+    assert insets.shape == decode(state["zoom"]).shape
+    seen = 0
+    for n in (1, 5, 20):
+        fig = explorer_still(recs, SURFACE, n)
+        texts = {
+            t.get_gid(): t.get_text() for a in fig.axes for t in a.texts if (t.get_gid() or "").startswith("inset")
+        }
+        boxes = {p.get_gid(): p for a in fig.axes for p in a.patches if (p.get_gid() or "").startswith("inset-box:")}
+        for j, key in enumerate(names):
+            if f"inset-box:{key}" in boxes:
+                seen += 1
+                r = boxes[f"inset-box:{key}"]
+                x0, y0 = r.get_xy()
+                want = [x0, x0 + r.get_width(), y0, y0 + r.get_height()]
+                np.testing.assert_allclose(insets[n - 1, j], want, rtol=1e-9, err_msg=f"{n} {key}")
+                assert state["inset_text"][n - 1][j] == texts[f"inset-zoom:{key}"], (n, key)
+            else:
+                assert np.all(np.isnan(insets[n - 1, j])) and state["inset_text"][n - 1][j] == "", (n, key)
+    assert seen  # tutorial 03's runs have insets at these updates
+    x, y, w, h = INSET_RECT
+    assert state["inset_rect"] == pytest.approx([x, 1 - y - h, w, h])
+
+
+def test_the_close_ups_key_says_the_stills_words():
+    from dtsgd_viz.views.update.plot import close_up_marks
+    from dtsgd_viz.web.paths import close_key
+
+    key = close_key()
+    assert [k["text"] for k in key] == list(close_up_marks())
+    assert [k["mark"] for k in key] == ["before", "after", "step", "trail"]
+    assert all(mcolors.to_rgb(k["color"]) for k in key)
+
+
 # ---- the slider's decimation and the update picked ----------------------------------
 
 

@@ -187,20 +187,103 @@ def test_the_close_up_zoom_is_the_stills_shared_zoom(page, runs):
 
 @browser_test
 @pytest.mark.parametrize("index", [4, 19])
-def test_a_close_up_too_small_at_the_shared_zoom_says_so(page, runs, index):
-    """The browser draws no inset: a close-up whose update the still insets
-    (``zoom.shared_zoom``) says "too small to see at this zoom"; the others say nothing."""
+def test_a_close_up_too_small_at_the_shared_zoom_is_drawn_again_in_an_inset(page, runs, index):
+    """As the still (``zoom.draw_inset``): a run whose update ``zoom.shared_zoom`` insets is drawn
+    again over its own box, marked with the share of the paths' width it spans (1/N), its
+    arrows the recorded terms, a dotted box round what it enlarges; the others draw no inset."""
     from dtsgd_viz.views.paths.frames import panel_at
     from dtsgd_viz.views.paths.scene import build_scene
-    from dtsgd_viz.views.update.zoom import shared_zoom
+    from dtsgd_viz.views.update.geometry import zoom_factor
+    from dtsgd_viz.views.update.zoom import shared_zoom, span_text
 
     surface, recs = runs
     scene = build_scene(recs, surface, None)
-    _, _, insets = shared_zoom({k: panel_at(scene, k, index, True) for k in recs}, scene.box)
+    own, _, insets = shared_zoom({k: panel_at(scene, k, index, True) for k in recs}, scene.box)
+    assert insets  # the runs here have one at these updates
     _slide(page, index)
     for name in recs:
-        said = page.locator(f"text.dv-close-small[data-run={name}]").text_content()
-        assert said == ("too small to see at this zoom" if name in insets else ""), (index, name, insets)
+        close = page.locator(f"g.dv-close[data-run={name}]")
+        inset = close.locator("g.dv-inset")
+        assert inset.count() == (1 if name in insets else 0), (index, name, insets)
+        assert close.locator("rect.dv-inset-box").count() == inset.count()
+        if name not in insets:
+            continue
+        np.testing.assert_allclose(json.loads(inset.get_attribute("data-box")), own[name].box, rtol=1e-9)
+        said = inset.locator("text.dv-inset-zoom").text_content()
+        assert said == span_text(zoom_factor(scene.box, own[name].box)), (name, said)
+        main = [json.loads(a.get_attribute("data-uv")) for a in close.locator("line.dv-arrow").all()]
+        again = [json.loads(a.get_attribute("data-uv")) for a in inset.locator("line.dv-inset-arrow").all()]
+        np.testing.assert_allclose(again, main, rtol=1e-12)  # the same terms, closer
+        # its box inside its close-up, in the upper right corner (the update at the centre stays clear)
+        rect, panel_rect = json.loads(inset.get_attribute("data-rect")), json.loads(close.get_attribute("data-rect"))
+        assert (
+            rect["x"] > panel_rect["x"] + panel_rect["w"] / 2
+            and rect["x"] + rect["w"] <= panel_rect["x"] + panel_rect["w"]
+        )
+        assert rect["y"] >= panel_rect["y"] and rect["y"] + rect["h"] < panel_rect["y"] + panel_rect["h"] / 2
+    assert page.locator("text.dv-close-small").count() == 0  # no "too small" words: the inset shows it
+
+
+@browser_test
+def test_the_keys_name_the_close_ups_marks_and_the_bars_without_overlapping(page):
+    """Under the close-ups the still's key words (``views.update.plot.close_up_marks``), one per mark;
+    the bars' key entries and the close-ups' key entries each clear of the others."""
+    from dtsgd_viz.views.update.plot import close_up_marks
+
+    _slide(page, 19)
+    entries = page.locator("g.dv-close-key-entry").all()
+    assert [e.locator("text").text_content() for e in entries] == list(close_up_marks())
+    assert [e.get_attribute("data-mark") for e in entries] == ["before", "after", "step", "trail"]
+
+    def boxes(selector):
+        return [page.locator(selector).nth(i).bounding_box() for i in range(page.locator(selector).count())]
+
+    def clear(a, b):
+        return (
+            a["x"] + a["width"] <= b["x"]
+            or b["x"] + b["width"] <= a["x"]
+            or (a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+        )
+
+    swatches = boxes("rect.dv-bar-key")
+    names = [
+        page.locator("rect.dv-bar-key").nth(i).locator("xpath=following-sibling::*[1]") for i in range(len(swatches))
+    ]
+    words = [n.bounding_box() for n in names]
+    assert len(swatches) == 3
+    for i, w in enumerate(words):
+        for j, s in enumerate(swatches):
+            if i != j:
+                assert clear(w, s), (i, j, w, s)  # no run's name runs into another's swatch
+    keys = [e.bounding_box() for e in entries]
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            assert clear(a, b), (a, b)
+
+
+@browser_test
+def test_the_loss_panel_rings_the_update_shown_and_term_names_have_a_halo(page, runs):
+    """The loss after the update shown in the ring every still draws there (``style.ROLE_LOOKS
+    ["current"]``: a white face, the run's colour, its size and width), never a filled dot; the
+    close-ups' term names in a white halo under their letters."""
+    from dtsgd_viz.views.core import style
+    from dtsgd_viz.web.look import look_data
+
+    surface, recs = runs
+    ring = look_data(style.ROLE_LOOKS["current"])
+    colors = {
+        n: look_data(lk, style.optimizer_colors(list(recs))[n])["color"] for n, lk in style.run_looks(recs).items()
+    }
+    _slide(page, 19)
+    for name in recs:
+        dot = page.locator(f"circle.dv-loss-dot[data-run={name}]")
+        assert dot.get_attribute("fill") == "white" and dot.get_attribute("stroke") == colors[name]
+        assert float(dot.get_attribute("r")) == pytest.approx(ring["size"] / 2)
+        assert float(dot.get_attribute("stroke-width")) == pytest.approx(ring["width"])
+    labels = page.locator("text.dv-term-label").all()
+    assert labels
+    for t in labels:
+        assert t.get_attribute("paint-order") == "stroke" and t.get_attribute("stroke") == "white"
 
 
 @browser_test

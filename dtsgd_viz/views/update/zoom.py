@@ -22,11 +22,18 @@ if TYPE_CHECKING:
 FIT_PAD = 0.15  # of the data's size, round it: the data fill 3/4 of a panel
 INSET_BELOW = 0.2  # an update spanning less than this of the shared box is drawn again, closer, in an inset
 INSET_SIZE = 0.45  # of its panel's side: the inset's, in its upper right corner (the update is at the centre)
+INSET_CORNER = 0.98 - INSET_SIZE  # its lower left: the inset sits in the upper right, just inside the frame
+INSET_RECT = (INSET_CORNER, INSET_CORNER, INSET_SIZE, INSET_SIZE)  # in its panel: x0, y0 from the lower left, w, h
 
 
 def span_text(k: float) -> str:
     """A zoom factor as the share of the wider view a panel spans (checkable on the axes): ``1/33``, ``1/5.9``."""
     return f"1/{k:.0f}" if k >= 9.5 else f"1/{k:.1f}"
+
+
+def inset_text(main_box: Box, own: panel.PanelData) -> str:
+    """An inset's mark: the share of ``main_box`` its own box spans (``span_text``), ``""`` without one."""
+    return span_text(upd.zoom_factor(main_box, own.box)) if own.box is not None else ""
 
 
 def fit_box(data: panel.PanelData, main_box: Box, *, iterate: bool = True) -> panel.PanelData:
@@ -92,13 +99,12 @@ def draw_inset(
 
     assert own.box is not None and shared.box is not None
     key, color = own.key, scene.colors[own.key]
-    corner = 0.98 - INSET_SIZE  # its lower left: the inset sits in the upper right, just inside the frame
-    inset = ax.inset_axes((corner, corner, INSET_SIZE, INSET_SIZE), zorder=20)  # over the trail only
+    inset = ax.inset_axes(INSET_RECT, zorder=20)  # over the trail only
     panel.draw_update_panel(inset, scene, own, color, run_style, True, whole_path=False, labels=labels)
     inset.text(
         0.04,
         0.96,
-        span_text(upd.zoom_factor(scene.box, own.box)),  # of the paths' width, as the caption says
+        inset_text(scene.box, own),  # of the paths' width, as the caption says
         transform=inset.transAxes,
         ha="left",
         va="top",

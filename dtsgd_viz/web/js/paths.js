@@ -4,7 +4,7 @@
 // parameters after it, the loss panel's line and dots at k = n (d.marked_k). Every number
 // comes from the state Python wrote (dtsgd_viz.web.path_state).
 
-const W = 930, H = 780;
+const W = 930, H = 790;
 const PATHS = { x: 10, y: 30, w: 450, h: 450 }; // the key of its marks under it
 const LOSS = { x: 545, y: 48, w: 370, h: 330 }; // the loss after k updates, tall: its decades read
 const CLOSE = { x: 10, y: 540, w: 620, h: 200 }; // under the paths: one square per run, side by side
@@ -19,7 +19,7 @@ function decodeRuns(d) {
       position: arr(r.position), next: arr(r.next), lossAfter: arr(r.loss_after).values,
       lossAt: r.loss_at ? arr(r.loss_at).values : arr(r.loss_after).values,
       terms: r.terms || [], uvs: r.uvs ? arr(r.uvs) : null, lengths: r.lengths ? arr(r.lengths) : null,
-      termColors: r.term_colors || {}, tint: r.tint,
+      termColors: r.term_colors || {}, tint: r.tint, faint: r.faint,
     };
   }
   return out;
@@ -38,10 +38,14 @@ function arrow(parent, x1, y1, x2, y2, color, width, head, attrs) {
   return g;
 }
 
+// a text's white halo, drawn under its letters: it reads over the lines it crosses
+const HALO = { stroke: "white", "stroke-width": 3, "stroke-linejoin": "round", "paint-order": "stroke" };
+
 function render({ model, el: root }) {
   const d = model.get("data");
   const look = d.look, names = d.names, runs = decodeRuns(d);
   const updates = arr(d.updates).values, zoom = arr(d.zoom), zf = arr(d.zoom_factor).values;
+  const insets = d.inset ? arr(d.inset) : null;  // (m, runs, 4): an inset's own box, NaN for none
   const markedK = d.marked_k || d.frame_index.map((k) => k + 1); // update n: the loss after n updates
   const m = updates.length;
   const uid = "dv" + Math.random().toString(36).slice(2, 8);
@@ -75,7 +79,10 @@ function render({ model, el: root }) {
   const defs = el("defs", {}, svg);
   const nr = names.length, side = Math.min(CLOSE.h, (CLOSE.w - 10 * (nr - 1)) / nr);
   const closeRects = names.map((_, j) => ({ x: CLOSE.x + j * (side + 10), y: CLOSE.y, w: side, h: side }));
-  for (const [i, rect] of [PATHS, ...closeRects].entries()) {
+  // where a close-up draws its inset (Python's inset_rect: shares of its side from its upper left)
+  const ir = d.inset_rect || [0.58, 0.02, 0.4, 0.4];
+  const insetRects = closeRects.map((r) => ({ x: r.x + ir[0] * r.w, y: r.y + ir[1] * r.h, w: ir[2] * r.w, h: ir[3] * r.h }));
+  for (const [i, rect] of [PATHS, ...closeRects, ...insetRects].entries()) {
     const cp = el("clipPath", { id: `${uid}-clip${i}` }, defs);
     el("rect", { x: rect.x, y: rect.y, width: rect.w, height: rect.h }, cp);
   }
@@ -164,7 +171,11 @@ function render({ model, el: root }) {
   // the pale band of the updates whose mean loss the headline compares (findings' window), under the lines
   const band = el("rect", { y: LOSS.y, height: LOSS.h, fill: "#8c8c8c", opacity: 0.12, class: "dv-mean-band" });
   lg.insertBefore(band, lg.querySelector("polyline.dv-loss-line"));
-  for (const name of names) dots[name] = el("circle", { r: 4, fill: look.runs[name].color, stroke: "white", class: "dv-loss-dot", "data-run": name }, lg);
+  // the update shown: a ring at the loss after it, in the look every still rings it (style.ROLE_LOOKS["current"])
+  for (const name of names) {
+    const ring = look.roles.current;
+    dots[name] = el("circle", { r: ring.size / 2, fill: "white", stroke: look.runs[name].color, "stroke-width": ring.width, class: "dv-loss-dot", "data-run": name }, lg);
+  }
   // legend: one sample per run, in its look, in a row over the loss panel
   names.forEach((name, j) => {
     const y = LOSS.y - 12, x = LOSS.x + j * (LOSS.w / Math.max(3, nr));
@@ -173,70 +184,108 @@ function render({ model, el: root }) {
   });
 
   // ---- the close-ups (one per run, one scale) and the term lengths ----
-  const closeNames = {};
   const cgs = names.map((name, j) => {
     const r = closeRects[j];
     el("rect", { x: r.x, y: r.y, width: r.w, height: r.h, fill: "none", stroke: "#bbb" }, svg);
-    text(svg, r.x + 4, r.y + 13, d.rule_names[name], { "font-size": fs.tick, fill: look.runs[name].color, "font-weight": "bold", class: "dv-close-name" });
-    closeNames[name] = text(svg, r.x + 4, r.y + 27, "", { "font-size": fs.tick, fill: "#555", class: "dv-close-small", "data-run": name });
+    text(svg, r.x + 4, r.y + 13, d.rule_names[name], { "font-size": fs.tick, fill: look.runs[name].color, "font-weight": "bold", class: "dv-close-name", ...HALO });
     return el("g", { class: "dv-close", "data-run": name, "clip-path": `url(#${uid}-clip${j + 1})` }, svg);
   });
+  // the run names over the drawing (moved after it: SVG paints in order)
+  for (const t of svg.querySelectorAll("text.dv-close-name")) svg.appendChild(t);
   const closeTitle = text(svg, CLOSE.x, CLOSE.y - 10, "", { "font-size": fs.title, "font-weight": "bold", class: "dv-close-title" });
   const bg = el("g", { class: "dv-bars" }, svg);
 
-  // a term's name beside the middle of its arrow, 10 px out on the side away from (cx, cy): the other arrows
-  function termLabel(cg, x1, y1, x2, y2, cx, cy, s, color, name, t) {
-    const len = Math.hypot(x2 - x1, y2 - y1), need = 7 * s.length + 12;
+  // the marks of the close-ups, named as the still's key names them (d.close_key), two to a row under them
+  // (at fixed places: words measured before their font loads come out short)
+  if (d.close_key) {
+    const kg = el("g", { class: "dv-close-key" }, svg);
+    d.close_key.forEach((entry, q) => {
+      const kx = CLOSE.x + 8 + (q % 2) * 290, ky = CLOSE.y + side + 18 + 16 * Math.floor(q / 2);
+      const g = el("g", { class: "dv-close-key-entry", "data-mark": entry.mark, transform: `translate(${kx},${ky})` }, kg);
+      if (entry.mark === "before") el("circle", { cx: 9, cy: 0, r: 3.5, fill: "white", stroke: entry.color, "stroke-width": 1.4 }, g);
+      else if (entry.mark === "after") el("circle", { cx: 9, cy: 0, r: 4, fill: "none", stroke: entry.color, "stroke-width": 1.4 }, g);
+      else el("line", { x1: 0, x2: 18, y1: 0, y2: 0, stroke: entry.color, "stroke-width": entry.width }, g);
+      text(g, 24, 4, entry.text, { "font-size": fs.tick, fill: "#333" });
+    });
+  }
+
+  // a term's name beside the middle of its arrow, 10 px out on the side away from (cx, cy): the other arrows;
+  // in a white halo, over the lines it sits beside
+  function termLabel(cg, x1, y1, x2, y2, cx, cy, s, color, name, t, size, bounds) {
+    const len = Math.hypot(x2 - x1, y2 - y1), need = 0.56 * size * s.length + 12;
     if (len < need) return;
     let nx = -(y2 - y1) / len, ny = (x2 - x1) / len;
     if (nx * ((x1 + x2) / 2 - cx) + ny * ((y1 + y2) / 2 - cy) < 0) { nx = -nx; ny = -ny; }
     const mx = (x1 + x2) / 2 + 10 * nx, my = (y1 + y2) / 2 + 10 * ny;
-    text(cg, mx, my + 4 + 4 * ny, s, { "font-size": fs.tick, fill: color, "text-anchor": Math.abs(nx) < 0.3 ? "middle" : nx > 0 ? "start" : "end", class: "dv-term-label", "data-run": name, "data-term": t });
+    const label = text(cg, mx, my + 4 + 4 * ny, s, { "font-size": size, fill: color, "font-weight": t === "gradient" ? "normal" : "bold", "text-anchor": Math.abs(nx) < 0.3 ? "middle" : nx > 0 ? "start" : "end", class: "dv-term-label", "data-run": name, "data-term": t, ...HALO });
+    // slid back inside its panel where it sticks out (as the still's keep_labels_inside): where the words end
+    // is the browser's to measure
+    let b = null;
+    try { b = label.getBBox(); } catch (e) { b = null; }
+    if (!b || !(b.width > 0)) return;
+    const pad = 3, dx = Math.max(0, bounds.x + pad - b.x) - Math.max(0, b.x + b.width - (bounds.x + bounds.w - pad));
+    const dy = Math.max(0, bounds.y + pad - b.y) - Math.max(0, b.y + b.height - (bounds.y + bounds.h - pad));
+    if (dx || dy) { label.setAttribute("x", mx + dx); label.setAttribute("y", my + 4 + 4 * ny + dy); }
+  }
+
+  // one run's update i on the map f: the path so far (pale, thin), the white disk where it starts, the ring it
+  // reaches (not in an inset: its panel rings it), the terms tip to tail as arrows and, for two, the step line
+  function drawUpdate(cg, f, r, i, name, lk, inset, bounds) {
+    const xs = [], ys = [];
+    for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
+    xs.push(f.x(r.position.at(i, 0))); ys.push(f.y(r.position.at(i, 1)));
+    el("polyline", { points: points(xs, ys), ...(r.faint ? lineStyle(r.faint) : { ...lineStyle(lk), opacity: 0.3 }), class: "dv-close-path", "data-run": name }, cg);
+    // where update n starts, g taken there: a small white disk (its arrows run from here to the open ring after it)
+    el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: inset ? 3 : 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before", "data-run": name }, cg);
+    // after the update: a small thin ring under the arrows (as the still), their heads read over it
+    if (!inset) el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: "dv-next" }, cg);
+    let px = r.position.at(i, 0), py = r.position.at(i, 1);
+    // the terms tip to tail (a zero one, as mu*v_prev at update 1, draws nothing), then the thin step line they add
+    // up to when two are drawn, each named beside it where it is long enough to carry its name (as the still)
+    const x0 = px, y0 = py;
+    let cx = 0, cy = 0, drawn = 0;  // the middle of the arrows' points, on screen: each name goes on the far side
+    { let sx = px, sy = py; cx = f.x(sx); cy = f.y(sy);
+      r.terms.forEach((t, q) => { sx += r.uvs.at(i, q, 0); sy += r.uvs.at(i, q, 1); cx += f.x(sx); cy += f.y(sy); });
+      cx /= r.terms.length + 1; cy /= r.terms.length + 1; }
+    const labels = [];
+    r.terms.forEach((t, q) => {
+      const u = [r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)], qx = px + u[0], qy = py + u[1];
+      const a = arrow(cg, f.x(px), f.y(py), f.x(qx), f.y(qy), r.termColors[t], inset ? 1.8 : 2.4, inset ? 7 : 9, { class: inset ? "dv-inset-arrow" : "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify(u) });
+      if (a) { drawn += 1; labels.push([f.x(px), f.y(py), f.x(qx), f.y(qy), t]); }
+      px = qx; py = qy;
+    });
+    if (drawn > 1) {
+      const u = [px - x0, py - y0];
+      // a plain line, as the still's: the arrows' heads already say which way it goes
+      el("line", { x1: f.x(x0), y1: f.y(y0), x2: f.x(px), y2: f.y(py), stroke: lk.color, "stroke-width": 1.1, opacity: 0.9, class: inset ? "dv-inset-step" : "dv-step", "data-run": name, "data-term": "step", "data-uv": JSON.stringify(u) }, cg);
+    }
+    const size = inset ? Math.max(9, 0.85 * fs.tick) : fs.tick;  // an inset's names smaller, as the still's
+    for (const [a, b, c, e, t] of labels) termLabel(cg, a, b, c, e, cx, cy, d.term_names[t], lk.color, name, t, size, bounds);
   }
 
   function closeUp(i) {
     names.forEach((name, j) => {
       const cg = cgs[j];
       cg.innerHTML = "";
-      closeNames[name].textContent = "";
       const zb = [[zoom.at(i, j, 0), zoom.at(i, j, 1)], [zoom.at(i, j, 2), zoom.at(i, j, 3)]];
       if (!isFinite(zb[0][0])) return;
       const f = fitBox(zb, closeRects[j]);
       cg.setAttribute("data-box", JSON.stringify(zb));
       cg.setAttribute("data-rect", JSON.stringify(closeRects[j]));
       const r = runs[name], lk = look.runs[name];
-      const xs = [], ys = [];
-      for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
-      el("polyline", { points: points(xs, ys), ...lineStyle(lk), opacity: 0.3 }, cg);
-      // where update n starts, g taken there: a small white disk (its arrows run from here to the open ring after it)
-      el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before" }, cg);
-      // after the update: a small thin ring under the arrows (as the still), their heads read over it
-      el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: "dv-next" }, cg);
-      let px = r.position.at(i, 0), py = r.position.at(i, 1);
-      const reach = [[px, py], [r.next.at(i, 0), r.next.at(i, 1)]];  // the update's points: how big it is here
-      // the terms tip to tail (a zero one, as mu*v_prev at update 1, draws nothing), then the thin step line they add
-      // up to when two are drawn, each named beside it where it is long enough to carry its name (as the still)
-      const x0 = px, y0 = py;
-      let cx = 0, cy = 0, drawn = 0;  // the middle of the arrows' points, on screen: each name goes on the far side
-      { let sx = px, sy = py; cx = f.x(sx); cy = f.y(sy);
-        r.terms.forEach((t, q) => { sx += r.uvs.at(i, q, 0); sy += r.uvs.at(i, q, 1); cx += f.x(sx); cy += f.y(sy); });
-        cx /= r.terms.length + 1; cy /= r.terms.length + 1; }
-      r.terms.forEach((t, q) => {
-        const u = [r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)], qx = px + u[0], qy = py + u[1];
-        reach.push([qx, qy]);
-        const a = arrow(cg, f.x(px), f.y(py), f.x(qx), f.y(qy), r.termColors[t], 2.4, 9, { class: "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify(u) });
-        if (a) { drawn += 1; termLabel(cg, f.x(px), f.y(py), f.x(qx), f.y(qy), cx, cy, d.term_names[t], lk.color, name, t); }
-        px = qx; py = qy;
-      });
-      if (drawn > 1) {
-        const u = [px - x0, py - y0];
-        // a plain line, as the still's: the arrows' heads already say which way it goes
-        el("line", { x1: f.x(x0), y1: f.y(y0), x2: f.x(px), y2: f.y(py), stroke: lk.color, "stroke-width": 1.1, opacity: 0.9, class: "dv-step", "data-run": name, "data-term": "step", "data-uv": JSON.stringify(u) }, cg);
-      }
-      // no inset here (the still has one): an update under small_below of the panel says so, its lengths in the bars
-      const span = (a) => Math.max(...reach.map((p) => p[a])) - Math.min(...reach.map((p) => p[a]));
-      const small = Math.max(span(0), span(1)) < d.small_below * (zb[0][1] - zb[0][0]);
-      closeNames[name].textContent = small ? "too small to see at this zoom" : "";
+      drawUpdate(cg, f, r, i, name, lk, false, { ...closeRects[j], y: closeRects[j].y + 16, h: closeRects[j].h - 16 });
+      // an update too small at the shared zoom: drawn again at its own in an inset marked 1/N (as the still,
+      // views.update.zoom.draw_inset), a dotted box round what it enlarges; Python chose it and its box
+      const ib = insets ? [[insets.at(i, j, 0), insets.at(i, j, 1)], [insets.at(i, j, 2), insets.at(i, j, 3)]] : null;
+      if (!ib || !isFinite(ib[0][0])) return;
+      for (const t of cg.querySelectorAll("text.dv-term-label")) t.remove();  // named in its inset only
+      const rect = insetRects[j];
+      el("rect", { x: f.x(ib[0][0]), y: f.y(ib[1][1]), width: (ib[0][1] - ib[0][0]) * f.scale, height: (ib[1][1] - ib[1][0]) * f.scale, fill: "none", stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-box", "data-run": name }, cg);
+      const ig = el("g", { class: "dv-inset", "data-run": name, "data-box": JSON.stringify(ib), "data-rect": JSON.stringify(rect) }, cg);
+      el("rect", { x: rect.x, y: rect.y, width: rect.w, height: rect.h, fill: "white", stroke: lk.color, "stroke-width": 1.2 }, ig);
+      const inner = el("g", { "clip-path": `url(#${uid}-clip${1 + nr + j})` }, ig);
+      drawUpdate(inner, fitBox(ib, rect), r, i, name, lk, true, { ...rect, y: rect.y + 16, h: rect.h - 16 });  // under its 1/N
+      text(ig, rect.x + 4, rect.y + 13, d.inset_text[i][j], { "font-size": fs.tick, fill: lk.color, "font-weight": "bold", class: "dv-inset-zoom", "data-run": name, ...HALO });
     });
     // the shared zoom as the still's caption says it (views.update.zoom.shared_factor, times)
     closeTitle.textContent = `update ${updates[i]}`;
@@ -253,17 +302,15 @@ function render({ model, el: root }) {
   for (const t of ["momentum", "lookahead", "gradient"]) if (have.some((n) => runs[n].terms.includes(t))) rows.push({ key: t, label: "|" + d.term_names[t] + "|" });
   if (have.length) rows.push({ key: "step", label: "|step|" });
   text(svg, BARS.x - 55, BARS.y - 10, "lengths at the update shown", { "font-size": fs.title, "font-weight": "bold" });
-  if (have.length) {  // the bars' key: a bar per run, in its colour, its length in parameter units
-    const ky = BARS.y + BARS.h + 14;
-    let kx = BARS.x - 55;
+  if (have.length) {  // the bars' key: a bar per run, in its colour, its length in parameter units; one a line
+    const kx = BARS.x - 55;
+    let ky = BARS.y + BARS.h + 14;
     for (const n of have) {
       el("rect", { x: kx, y: ky - 8, width: 14, height: 8, fill: look.runs[n].color, class: "dv-bar-key", "data-run": n }, svg);
-      const t = text(svg, kx + 18, ky, d.rule_names[n], { "font-size": fs.tick });
-      let tw = 0;
-      try { tw = t.getComputedTextLength(); } catch (e) { tw = 0; }  // not laid out yet: by its letters
-      kx += 30 + (tw || 7.5 * d.rule_names[n].length);
+      text(svg, kx + 18, ky, d.rule_names[n], { "font-size": fs.tick });
+      ky += 15;
     }
-    text(svg, BARS.x - 55, ky + 16, "length in parameter units", { "font-size": fs.tick, fill: "#555", class: "dv-bar-units" });
+    text(svg, kx, ky + 2, "length in parameter units", { "font-size": fs.tick, fill: "#555", class: "dv-bar-units" });
   }
   function bars(i) {
     bg.innerHTML = "";
