@@ -360,7 +360,11 @@ def test_the_browsers_insets_are_the_stills(recs, state):
     for n in (1, 5, 20):
         fig = explorer_still(recs, SURFACE, n)
         texts = {
-            t.get_gid(): t.get_text() for a in fig.axes for t in a.texts if (t.get_gid() or "").startswith("inset")
+            t.get_gid(): t.get_text()
+            for a in fig.axes
+            for inset in a.child_axes  # the 1/N: written in the inset
+            for t in inset.texts
+            if (t.get_gid() or "").startswith("inset-zoom:")
         }
         boxes = {p.get_gid(): p for a in fig.axes for p in a.patches if (p.get_gid() or "").startswith("inset-box:")}
         for j, key in enumerate(names):
