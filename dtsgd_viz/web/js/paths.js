@@ -1,13 +1,14 @@
 // PathExplorer: the paths on the loss contours, the update shown up close (every run on
-// one shared zoom, arrows at their true length), the lengths of its terms, and the loss
-// after k updates. Update n is marked as plot_paths and findings mark it: the rings at the
-// parameters after it, the loss panel's line and dots at k = n (d.marked_k). Every number
+// one shared zoom, arrows at their true length; a run too small there again in an inset at
+// its own, marked 1/N, as the still's), the lengths of its terms, and the loss after k
+// updates. Update n is marked as plot_paths and findings mark it: the rings at the
+// parameters after it, the loss panel's line and rings at k = n (d.marked_k). Every number
 // comes from the state Python wrote (dtsgd_viz.web.path_state).
 
 const W = 930, H = 790;
 const PATHS = { x: 10, y: 30, w: 450, h: 450 }; // the key of its marks under it
 const LOSS = { x: 545, y: 48, w: 370, h: 330 }; // the loss after k updates, tall: its decades read
-const CLOSE = { x: 10, y: 540, w: 620, h: 200 }; // under the paths: one square per run, side by side
+const CLOSE = { x: 10, y: 540, w: 620, h: 200 }; // under the paths: one square per run, side by side, their key under them
 const BARS = { x: 710, y: 540, w: 170, h: 150 }; // right of the close-ups: room right of the longest bar for its number
 
 function decodeRuns(d) {
@@ -353,7 +354,7 @@ function render({ model, el: root }) {
       cur[name].setAttribute("data-y", r.next.at(i, 1));
       cur[name].setAttribute("data-update", u);
       if (ly) {
-        // the dot: the loss after markedK[i] = u updates, at the ring (as plot_paths and findings)
+        // the loss ring: the loss after markedK[i] = u updates, at the ring (as plot_paths and findings)
         const v = r.lossAt[i];
         dots[name].setAttribute("cx", lx(markedK[i]));
         dots[name].setAttribute("data-k", markedK[i]);
