@@ -230,7 +230,7 @@ function render({ model, el: root }) {
   }
 
   // one run's update i on the map f: the path so far (pale, thin), the white disk where it starts, the ring it
-  // reaches (not in an inset: its panel rings it), the terms tip to tail as arrows and, for two, the step line
+  // reaches (an inset's too, as the still's), the terms tip to tail as arrows and, for two, the step line
   function drawUpdate(cg, f, r, i, name, lk, inset, bounds) {
     const xs = [], ys = [];
     for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
@@ -239,7 +239,7 @@ function render({ model, el: root }) {
     // where update n starts, g taken there: a small white disk (its arrows run from here to the open ring after it)
     el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: inset ? 3 : 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before", "data-run": name }, cg);
     // after the update: a small thin ring under the arrows (as the still), their heads read over it
-    if (!inset) el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: "dv-next" }, cg);
+    el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: inset ? "dv-inset-next" : "dv-next" }, cg);
     let px = r.position.at(i, 0), py = r.position.at(i, 1);
     // the terms tip to tail (a zero one, as mu*v_prev at update 1, draws nothing), then the thin step line they add
     // up to when two are drawn, each named beside it where it is long enough to carry its name (as the still)
