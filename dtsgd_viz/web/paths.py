@@ -147,11 +147,13 @@ def _terms(
 
 def close_key() -> list[dict[str, Any]]:
     """The key of the close-ups' marks as the still's key draws and names them
-    (``views.update.plot.close_up_marks``): ``[{"mark": "before" | "after" | "step" | "trail", "text",
-    "color", "width"}]`` (width: a line's, in pixels)."""
+    (``views.update.plot.close_up_marks``; the path so far as pale as the browser draws it):
+    ``[{"mark": "before" | "after" | "step" | "trail", "text", "color", "width"}]`` (a line's width, pixels)."""
     out = []
     for (words, m), mark in zip(close_up_marks().items(), ("before", "after", "step", "trail")):
         color = m.get("mec", m.get("color"))
+        if mark == "trail":  # as pale as the browser draws it (FAINT_TINT), wider: it reads as a sample
+            color = panel.tint(style.SUBTITLE_COLOR, FAINT_TINT)
         width = m.get("lw", 0.0) * style.DPI / 72.0
         out.append({"mark": mark, "text": words, "color": mcolors.to_hex(color), "width": round(width, 3)})
     return out
