@@ -19,6 +19,8 @@ Without ``step``, ``plot_paths`` marks the update where the runs are furthest ap
 
     >>> dtsgd_viz.plot_paths(recs, s, arrows=True).axes[0].get_title()
     'Update 4: where the runs differ most'
+    >>> [ax.get_title() for ax in dtsgd_viz.plot_update(recs, s, step=3).axes]  # a panel per run, the lengths
+    ['momentum', 'Nesterov', '']
 """
 
 from __future__ import annotations

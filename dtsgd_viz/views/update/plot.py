@@ -1,15 +1,5 @@
-"""``plot_update``: every run's same update up close, its terms as arrows, their lengths under.
-
->>> import dtsgd_viz
->>> from dtsgd_viz import surfaces
->>> s = surfaces.RotatedQuadratic()
->>> recs = dtsgd_viz.run(s, {"momentum": dict(learning_rate=0.05, momentum=0.9),
-...                          "nesterov": dict(learning_rate=0.05, momentum=0.9,
-...                                           nesterov=True)}, steps=6)
->>> fig = dtsgd_viz.plot_update(recs, s, step=3)     # a matplotlib Figure
->>> [ax.get_title() for ax in fig.axes]     # a panel per run, then the lengths chart
-['momentum', 'Nesterov', '']
-"""
+"""``plot_update``: every run's same update up close, its terms as arrows, their lengths under (``paths/plot.py``'s
+doctest draws it too)."""
 
 from __future__ import annotations
 
