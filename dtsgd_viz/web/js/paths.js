@@ -249,10 +249,20 @@ function render({ model, el: root }) {
       r.terms.forEach((t, q) => { sx += r.uvs.at(i, q, 0); sy += r.uvs.at(i, q, 1); cx += f.x(sx); cy += f.y(sy); });
       cx /= r.terms.length + 1; cy /= r.terms.length + 1; }
     const labels = [];
+    let before = null;  // the last arrow on screen: one turning back along it (over 120°) is drawn just beside it
     r.terms.forEach((t, q) => {
       const u = [r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)], qx = px + u[0], qy = py + u[1];
-      const a = arrow(cg, f.x(px), f.y(py), f.x(qx), f.y(qy), r.termColors[t], inset ? 1.8 : 2.4, inset ? 7 : 9, { class: inset ? "dv-inset-arrow" : "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify(u) });
-      if (a) { drawn += 1; labels.push([f.x(px), f.y(py), f.x(qx), f.y(qy), t]); }
+      const b = [f.x(qx) - f.x(px), f.y(qy) - f.y(py)], nb = Math.hypot(b[0], b[1]);
+      let dx = 0, dy = 0;  // as the still's beside_folds: parallel, to the side it turns to, clear of the head
+      if (before && nb > 0) {
+        const na = Math.hypot(before[0], before[1]), cross = before[0] * b[1] - before[1] * b[0];
+        if (na > 0 && before[0] * b[0] + before[1] * b[1] < -0.5 * na * nb) {
+          const s = (cross >= 0 ? 1 : -1) * (inset ? 5 : 6.5) / na;
+          dx = -before[1] * s; dy = before[0] * s;
+        }
+      }
+      const a = arrow(cg, f.x(px) + dx, f.y(py) + dy, f.x(qx) + dx, f.y(qy) + dy, r.termColors[t], inset ? 1.8 : 2.4, inset ? 7 : 9, { class: inset ? "dv-inset-arrow" : "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify(u) });
+      if (a) { drawn += 1; labels.push([f.x(px) + dx, f.y(py) + dy, f.x(qx) + dx, f.y(qy) + dy, t]); before = b; }
       px = qx; py = qy;
     });
     if (drawn > 1) {
