@@ -246,7 +246,7 @@ show(dtsgd_viz.plot_shards(r, "d1/kernel", "velocity", step=20))
 # %% [markdown]
 # ## Parameter, velocity and gradient of one update
 #
-# `plot_update_shards` puts the three tensors of update 20 side by side with the same
+# `plot_update_shards` puts the three tensors of update 20 one above the other with the same
 # block outlines. The velocity slot is cut into exactly the parameter's blocks, on the
 # same devices: DTensor creates it from the parameter, so each device updates its block
 # with no communication. The gradient arrives in that layout too. Each `batch` device

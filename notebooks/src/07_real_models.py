@@ -173,8 +173,8 @@ print(check_recording(tr_rec))
 # velocity norm over the 30 updates, one line per block in its colour (the two replicas of
 # a head always agree, so they are one line): the heads move at somewhat different paces.
 # A norm of exactly 0, which a log axis cannot draw, is a grey open circle on the bottom
-# edge, labelled 0: every head's, after update 1, so the panel's title reads the median's
-# rise from update 2.
+# edge (the key names it): every head's, after update 1, so the panel's title reads the
+# median's rise from update 2.
 
 # %%
 show(dtsgd_viz.plot_shards(tr_rec, "attention/attention_output/kernel", "velocity", step=10))

@@ -8,6 +8,7 @@ so far drawn light and thin. The figures are built once (``close_up_cases``)."""
 import numpy as np
 import pytest
 from close_up_cases import SURFACE, close_ups, gif_last_frame, tutorial_03
+from helpers.arrows import assert_tail
 
 from dtsgd_viz.views.text.clashes import clashes, text_box
 from dtsgd_viz.views.update import geometry as upd
@@ -65,14 +66,10 @@ def test_every_arrow_is_drawn_at_its_true_length_tip_to_tail_onto_the_point_afte
             tip, before = ring.get_xydata()[0], None
             per_point = np.ptp(ax.get_xlim()) / (ax.bbox.width * 72.0 / fig.dpi)
             for _, tail, uv, q in arrows:
-                shift = tail - tip  # none, but for an arrow turning back along the one before: moved beside it
-                folds = before is not None and float(before @ uv) < panel.FOLD * np.hypot(*before) * np.hypot(*uv)
-                if folds:
-                    assert abs(float(shift @ before)) < 1e-9 * np.hypot(*before), case  # across, not along
+                shift = assert_tail(tail, tip, before, uv)  # none, but for an arrow turning back: moved beside it
+                if before is not None and float(before @ uv) < panel.FOLD * np.hypot(*before) * np.hypot(*uv):
                     head = 0.5 * (panel.HEAD_WIDTH + 1) * panel.SHAFT * ax.bbox.width * 72.0 / fig.dpi  # points
                     assert 0 < np.hypot(*shift) / per_point <= head + panel.FOLD_GAP + 1e-6, case  # beside its head
-                else:
-                    np.testing.assert_allclose(shift, 0.0, atol=1e-12)
                 assert min(panel.THIN, panel.FOLD_FLOOR) - 1e-12 <= q.width <= panel.SHAFT + 1e-12, case
                 tip, before = tail - shift + uv, uv
             assert len(after) == bool(arrows), case

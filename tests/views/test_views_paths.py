@@ -4,6 +4,7 @@ recorded loss, projections against exact geometry; bad input raises."""
 
 import numpy as np
 import pytest
+from helpers.arrows import assert_tail
 from helpers.synthetic_paths import note_text, synthetic
 from matplotlib import animation
 from matplotlib.quiver import Quiver
@@ -207,10 +208,10 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
             key.split(":", 1)[1]: q for key, q in gid_artists(drawn, prefix).items() if key.startswith(name + ":")
         }
         assert set(arrows) == set(expected)
-        tail = path[i]
+        tail, before = path[i], None
         for term in order:
             xy, uv = quiver_arrow(arrows[term])
-            np.testing.assert_allclose(xy, tail, rtol=1e-12, atol=1e-12)  # tip to tail
+            assert_tail(xy, tail, before, uv)  # tip to tail (or beside the arrow it turns back along)
             assert getattr(arrows[term], "magnified", 1.0) == 1.0  # both at their true length
             np.testing.assert_allclose(uv, expected[term], rtol=1e-6, atol=1e-9)
             if prefix == "zoom-arrow:":
@@ -223,7 +224,7 @@ def test_arrows_are_the_update_rule_and_sum_to_the_step(rotated, update_figures,
                 assert_tint_of(face, color)  # the run's colour, lighter; not black
             else:
                 np.testing.assert_allclose(face[:3], rgb(color))
-            tail = tail + uv
+            tail, before = tail + uv, uv
         # the arrows end where the real optimizer went, and where the reference rule goes
         np.testing.assert_allclose(tail, path[i + 1], rtol=1e-5, atol=1e-6)
         p_ref, _ = reference.sgd_step(path[i], g, v_prev, lr, mu, CONFIGS[name]["nesterov"])

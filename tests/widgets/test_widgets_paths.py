@@ -401,6 +401,8 @@ def test_momentum_change_reruns_the_real_optimizer(compare):
 @pytest.mark.slow
 def test_changes_during_a_run_are_coalesced(compare):
     w = compare
+    w.learning_rate.value, w.momentum.value, w.start[0].value = 0.05, 0.5, -3.0  # wherever tests before left it
+    w.wait()
     runs = len(w.runs)
     w.learning_rate.value = 0.02  # starts a run in the background
     w.momentum.value = 0.6  # arrive while it runs ...
@@ -725,15 +727,22 @@ def test_path_explorer_names_the_runs_and_marks_in_one_legend_under_the_figure(r
     ax = pe.view.artists.ax_path
     assert ax.get_legend() is None and len(pe.figure.legends) == 1
     legend = pe.figure.legends[0]
-    texts = [t.get_text() for t in legend.get_texts()]
-    # the pale later updates (each run's rest line under its path) named once, last
-    assert texts == [*(rule_name(k) for k in recs), "start", "minimum", "after the update shown", "later updates"]
-    assert sorted(pe.view.artists.rests) == sorted(recs)
-    for handle, key in zip(legend.legend_handles, recs):
-        look = style.RULE_LOOKS[key]
-        assert (handle.get_color(), handle.get_linewidth()) == (look.color, look.lw)
-    assert not [t.get_text() for t in ax.texts if t.get_visible() and t.get_text()]
     renderer = pe.figure.canvas.get_renderer()
+    spots = {t.get_text(): t.get_window_extent(renderer) for t in legend.get_texts()}
+    texts = sorted(spots, key=lambda t: (-round((spots[t].y0 + spots[t].y1) / 8), spots[t].x0))  # read row by row
+    # the pale later updates (each run's rest line under its path) named once, the means' bars, and the
+    # close-ups' own marks where they are drawn
+    want = [*(rule_name(k) for k in recs), "start", "minimum", "after the update shown", "later updates"]
+    want += ["each run's mean, shaded k"] + (
+        ["before the update: g taken here", "step (the arrows' sum)"] if zoom else []
+    )
+    assert texts == want
+    assert sorted(pe.view.artists.rests) == sorted(recs)
+    handles = dict(zip((t.get_text() for t in legend.get_texts()), legend.legend_handles))
+    for key in recs:
+        look, handle = style.RULE_LOOKS[key], handles[rule_name(key)]
+        assert (handle.get_color(), handle.get_linewidth()) == (look.color, look.lw)  # pyright: ignore[reportOptionalMemberAccess, reportAttributeAccessIssue]
+    assert not [t.get_text() for t in ax.texts if t.get_visible() and t.get_text()]
     box = legend.get_window_extent(renderer)
     assert pe.figure.bbox.contains(box.x0, box.y0) and pe.figure.bbox.contains(box.x1, box.y1)
     assert all(box.y1 <= a.get_window_extent(renderer).y0 + 1 for a in pe.figure.axes if a.get_visible())

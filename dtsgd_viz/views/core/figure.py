@@ -96,10 +96,17 @@ def headline_texts(fig: Figure) -> tuple[str, str | None]:
 def fit(text: str, width_points: float, fontsize: float, bold: bool = False) -> str:
     """``text`` broken between words into lines about ``width_points`` wide at ``fontsize`` (DejaVu Sans).
 
-    >>> fit("one two three four", 60, 10)
+    >>> fit("one two three four", 60, 10)   # even lines
     'one two\\nthree four'
     """
     import textwrap
 
     per_line = max(8, int(width_points / (fontsize * (0.64 if bold else 0.58))))
-    return "\n".join(textwrap.fill(part, per_line, break_long_words=False) for part in text.split("\n"))
+    wrap = lambda part, n: textwrap.wrap(part, n, break_long_words=False)  # noqa: E731
+    out = []
+    for part in text.split("\n"):  # as few lines as at ``per_line``, as even as they go (no word alone on the last)
+        n = per_line
+        while n > 8 and len(wrap(part, n - 1)) == len(wrap(part, per_line)):
+            n -= 1
+        out.append("\n".join(wrap(part, n)))
+    return "\n".join(out)

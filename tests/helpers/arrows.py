@@ -1,0 +1,17 @@
+"""The close-ups' arrows are drawn tip to tail, except one turning back along the one before (over
+``panel.FOLD``), which ``panel.beside_folds`` moves beside it: across that arrow, never along it."""
+
+import numpy as np
+
+from dtsgd_viz.views.update import panel
+
+
+def assert_tail(tail, tip, before, uv):
+    """``tail`` is ``tip`` (where the last arrow ended, unmoved) or, for ``uv`` folding back on ``before``,
+    ``tip`` moved across ``before`` only. Returns the shift."""
+    shift = np.asarray(tail, np.float64) - np.asarray(tip, np.float64)
+    if before is not None and float(before @ uv) < panel.FOLD * np.hypot(*before) * np.hypot(*uv):
+        assert abs(float(shift @ before)) < 1e-9 * np.hypot(*before)  # across, not along
+    else:
+        np.testing.assert_allclose(shift, 0.0, atol=1e-12)
+    return shift
