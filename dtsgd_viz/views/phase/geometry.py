@@ -82,6 +82,40 @@ def cell_edges(values: ArrayLike, log: bool) -> np.ndarray:
     return np.exp(e) if log else e
 
 
+def _fine(values: np.ndarray, s: int, log: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``s`` fine cells per cell of ``values``: their edges, centres and centres in grid units (a run's centre: k)."""
+    knots = np.insert(cell_edges(values, log), np.arange(1, len(values) + 1), values)
+    t = np.arange(len(values) * s * 2 + 1) / (2 * s) - 0.5  # fine edges and centres, interleaved
+    f = np.interp(t, np.arange(len(knots)) / 2 - 0.5, np.log(knots) if log else knots)
+    f = np.exp(f) if log else f
+    return f[::2], f[1::2], t[1::2]
+
+
+def side_cells(lrs: ArrayLike, mus: ArrayLike, h: ArrayLike | None, rules: dict[str, bool]) -> tuple:
+    """``(lr_edges, mu_edges, (i, j))``: the grid's cells cut into about 200 x 100 (odd counts: one fine cell on
+    each run's centre), each showing the run ``(i, j)`` nearest it on its side of every ``rules`` boundary (its own
+    run unless a boundary cuts the cell), so the colours change where the exact curves do; no ``h``: the grid."""
+    lrs, mus = np.asarray(lrs, np.float64), np.asarray(mus, np.float64)
+    if h is None or not rules:
+        return cell_edges(lrs, log=True), cell_edges(mus, log=False), tuple(np.indices((len(mus), len(lrs))))
+    sj, si = (max(1, round(n / len(v) / 2) * 2 + 1) for n, v in ((200, lrs), (100, mus)))
+    (lr_e, lr_c, u), (mu_e, mu_c, v) = _fine(lrs, sj, log=True), _fine(mus, si, log=False)
+
+    def side(lr, mu):
+        mu = np.clip(mu, 0.0, 0.9999)
+        return sum((lr > theory.convergence_boundary(mu, np.max(h), nz)) << k for k, nz in enumerate(rules.values()))
+
+    want, at = side(lr_c[None, :], mu_c[:, None]), side(lrs[None, :], mus[:, None])
+    own_i, own_j = np.meshgrid(np.arange(len(mus)).repeat(si), np.arange(len(lrs)).repeat(sj), indexing="ij")
+    src, best = [own_i, own_j], np.full(want.shape, np.inf)
+    for di, dj in np.ndindex(3, 3):  # the run nearest on the same side, among the cell's and its neighbours'
+        i, j = np.clip(own_i + di - 1, 0, len(mus) - 1), np.clip(own_j + dj - 1, 0, len(lrs) - 1)
+        d = np.where(at[i, j] == want, (v[:, None] - i) ** 2 + (u[None, :] - j) ** 2, np.inf)
+        src = [np.where(d < best, new, old) for new, old in zip((i, j), src)]
+        best = np.minimum(best, d)
+    return lr_e, mu_e, tuple(src)
+
+
 def cap_rate(loss0: float, tol: float, steps: int) -> float:
     """The rate that brings a mode's loss from ``loss0`` to ``tol`` in ``steps`` updates."""
     if not loss0 > tol > 0:

@@ -22,6 +22,7 @@ from .geometry import (
     phase_finding,
     phase_ratio,
     ratio_limit,
+    side_cells,
     steps_finding,
 )
 from .regions import (
@@ -147,13 +148,15 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     grid = view.grids[key]
     cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=style.NOT_CONVERGED_COLOR)
     ax.set_label(f"phase:{key}")
+    lr_e, mu_e, src = side_cells(g.lrs, g.mus, g.h, {key: nesterov})  # cells cut along the boundary drawn
+    steps, diverged = grid.steps[src], grid.diverged[src]
     view.meshes[key] = ax.pcolormesh(
-        g.lr_e, g.mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap, norm=Normalize(0, g.steps), gid=f"phase:{key}"
+        lr_e, mu_e, np.ma.masked_less(steps, 0), cmap=cmap, norm=Normalize(0, g.steps), gid=f"phase:{key}"
     )
     ax.pcolormesh(
-        g.lr_e,
-        g.mu_e,
-        np.ma.masked_where(~grid.diverged, grid.diverged.astype(float)),
+        lr_e,
+        mu_e,
+        np.ma.masked_where(~diverged, diverged.astype(float)),
         cmap=ListedColormap([DIVERGED_FACE]),
         gid=f"diverged-cells:{key}",
     )
@@ -223,13 +226,14 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
     from matplotlib.colors import Normalize
 
     ax.set_label("phase:ratio")
-    view.regions = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
+    lr_e, mu_e, src = side_cells(g.lrs, g.mus, g.h, RULES)  # cells cut along both boundaries
+    view.regions = draw_ratio_regions(ax, view.grids, lr_e, mu_e, src)
     both = view.regions == REGIONS.index("both")
     vmax, view.ratio_extend = ratio_limit(view.ratio[both])  # 2x, 4x or 8x: whichever holds the 98th percentile
     view.meshes["ratio"] = ax.pcolormesh(
-        g.lr_e,
-        g.mu_e,
-        np.ma.masked_where(~both, view.ratio),
+        lr_e,
+        mu_e,
+        np.ma.masked_where(~both[src], view.ratio[src]),
         cmap=ratio_cmap(vmax),
         norm=Normalize(-vmax, vmax),
         gid="phase:ratio",

@@ -88,23 +88,27 @@ def diverged_handle(label: str) -> Line2D:
     return Line2D([], [], color=DIVERGED_FACE, lw=7.0, solid_capstyle="butt", **mark, label=label, gid="diverged-key")
 
 
-def draw_ratio_regions(ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray) -> np.ndarray:
-    """The ratio map's neutral cells, hatched or x-marked; returns each cell's index into ``REGIONS``."""
+def draw_ratio_regions(
+    ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray, src: tuple | None = None
+) -> np.ndarray:
+    """The ratio map's neutral cells, hatched or x-marked, on cells of edges ``lr_e``, ``mu_e`` showing the runs
+    ``src`` (``side_cells``; None: one a run); returns each run's index into ``REGIONS``."""
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Rectangle
 
     m, n = grids["momentum"], grids["nesterov"]
     regions = ratio_regions(m.steps, m.diverged, n.steps, n.diverged)
+    shown = regions if src is None else regions[src]
     faces = ListedColormap(["white"] + [REGION_FACES[r] for r in REGIONS[1:]])
-    neutral = np.ma.masked_equal(regions, REGIONS.index("both"))
+    neutral = np.ma.masked_equal(shown, REGIONS.index("both"))
     ax.pcolormesh(lr_e, mu_e, neutral, cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, gid="phase:regions", zorder=0.5)
     for region, hatch in style.HATCHES.items():
-        ii, jj = np.nonzero(regions == REGIONS.index(region))
-        if len(ii):
-            cells = [
-                Rectangle((lr_e[j], mu_e[i]), lr_e[j + 1] - lr_e[j], mu_e[i + 1] - mu_e[i]) for i, j in zip(ii, jj)
-            ]
+        cells = []  # one rectangle per run of the region's cells along a row
+        for i, row in enumerate(shown == REGIONS.index(region)):
+            ends = np.flatnonzero(np.diff(np.r_[0, row.astype(int), 0])).reshape(-1, 2)
+            cells += [Rectangle((lr_e[a], mu_e[i]), lr_e[b] - lr_e[a], mu_e[i + 1] - mu_e[i]) for a, b in ends]
+        if cells:
             ax.add_collection(
                 PatchCollection(
                     cells,
