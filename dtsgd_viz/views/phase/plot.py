@@ -153,13 +153,8 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     view.meshes[key] = ax.pcolormesh(
         lr_e, mu_e, np.ma.masked_less(steps, 0), cmap=cmap, norm=Normalize(0, g.steps), gid=f"phase:{key}"
     )
-    ax.pcolormesh(
-        lr_e,
-        mu_e,
-        np.ma.masked_where(~diverged, diverged.astype(float)),
-        cmap=ListedColormap([DIVERGED_FACE]),
-        gid=f"diverged-cells:{key}",
-    )
+    dark = np.ma.masked_where(~diverged, diverged.astype(float))
+    ax.pcolormesh(lr_e, mu_e, dark, cmap=ListedColormap([DIVERGED_FACE]), gid=f"diverged-cells:{key}")
     ii, jj = np.nonzero(grid.diverged)
     ax.plot(g.lrs[jj], g.mus[ii], **DIVERGED_MARK, gid=f"diverged:{key}")
     title = TITLES[key]
@@ -168,14 +163,9 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
         if np.isfinite(g.cap):
             view.contours[key] = draw_cap_contour(ax, key, nesterov, g)
         view.boundaries[key] = _boundary(ax, key, nesterov, g, f"boundary:{key}")
-        critical = style.ROLE_LOOKS["critical"]
-        (view.critical[key],) = ax.plot(
-            theory.critical_damping(g.mu_line, nesterov) / g.h[0],
-            g.mu_line,
-            **critical.line(),
-            gid=f"critical:{key}",
-            path_effects=outline("white", critical.lw + 2.0),
-        )
+        crit, lr = style.ROLE_LOOKS["critical"], theory.critical_damping(g.mu_line, nesterov) / g.h[0]
+        line = dict(**crit.line(), gid=f"critical:{key}", path_effects=outline("white", crit.lw + 2.0))
+        (view.critical[key],) = ax.plot(lr, g.mu_line, **line)
     frame(ax, g.lr_e, g.mu_e, title)
 
 
@@ -230,14 +220,8 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
     view.regions = draw_ratio_regions(ax, view.grids, lr_e, mu_e, src)
     both = view.regions == REGIONS.index("both")
     vmax, view.ratio_extend = ratio_limit(view.ratio[both])  # 2x, 4x or 8x: whichever holds the 98th percentile
-    view.meshes["ratio"] = ax.pcolormesh(
-        lr_e,
-        mu_e,
-        np.ma.masked_where(~both[src], view.ratio[src]),
-        cmap=ratio_cmap(vmax),
-        norm=Normalize(-vmax, vmax),
-        gid="phase:ratio",
-    )
+    shown, norm = np.ma.masked_where(~both[src], view.ratio[src]), Normalize(-vmax, vmax)
+    view.meshes["ratio"] = ax.pcolormesh(lr_e, mu_e, shown, cmap=ratio_cmap(vmax), norm=norm, gid="phase:ratio")
     if g.h is not None:
         for key, nesterov in RULES.items():
             view.ratio_boundaries[key] = _boundary(ax, key, nesterov, g, f"ratio-boundary:{key}")
@@ -282,10 +266,7 @@ def plot_phase(
                 f"mark must be (learning_rate, momentum) inside the grid: lr in {lr_e[0]:.3g}..{lr_e[-1]:.3g}, "
                 f"momentum in {mu_e[0]:.3g}..{mu_e[-1]:.3g}. Received: {mark!r}."
             )
-    grids = {
-        key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
-        for key, nesterov in RULES.items()
-    }
+    grids = {k: phase_grid(surface, lrs, mus, steps, tol, nz, start, progress=progress) for k, nz in RULES.items()}
     fig = new_figure(SHOWS[show] if figsize is None else figsize, dpi)
     label = getattr(surface, "label", type(surface).__name__)
     m, n = grids["momentum"], grids["nesterov"]
@@ -311,10 +292,8 @@ def plot_phase(
     add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None, axes.get("ratio"))
     for sub, handles, gid in ((top, view.step_handles, "legend:maps"), (bottom, view.ratio_handles, "legend:ratio")):
         if handles:  # show="steps" has no ratio entries, show="ratio" no step ones
-            legend = sub.legend(
-                handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=PHASE_LEGEND_SIZE
-            )
-            legend.set_gid(gid)
+            look = dict(loc="outside lower center", ncol=2, frameon=False, fontsize=PHASE_LEGEND_SIZE)
+            sub.legend(handles=handles, **look).set_gid(gid)
     return fig
 
 

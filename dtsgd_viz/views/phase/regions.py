@@ -109,18 +109,8 @@ def draw_ratio_regions(
             ends = np.flatnonzero(np.diff(np.r_[0, row.astype(int), 0])).reshape(-1, 2)
             cells += [Rectangle((lr_e[a], mu_e[i]), lr_e[b] - lr_e[a], mu_e[i + 1] - mu_e[i]) for a, b in ends]
         if cells:
-            ax.add_collection(
-                PatchCollection(
-                    cells,
-                    facecolor="none",
-                    edgecolor="none",
-                    hatch=hatch,
-                    hatchcolor=style.HATCH_COLOR,
-                    linewidth=0,
-                    gid=f"region:{region}",
-                    zorder=0.6,
-                )
-            )
+            look = dict(facecolor="none", edgecolor="none", hatch=hatch, hatchcolor=style.HATCH_COLOR, linewidth=0)
+            ax.add_collection(PatchCollection(cells, **look, gid=f"region:{region}", zorder=0.6))
     ii, jj = np.nonzero(regions == REGIONS.index("diverged"))
     ax.plot(np.asarray(m.learning_rates)[jj], np.asarray(m.momenta)[ii], **DIVERGED_MARK, gid="diverged:ratio")
     return regions
@@ -153,10 +143,8 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
         rate = style.ROLE_LOOKS["rate_level"]
         step.append(Line2D([], [], **rate.line(), path_effects=outline("0.15", 2.0), label=levels_text))
     if any(_in_view(line) for line in view.critical.values()):
-        critical = style.ROLE_LOOKS["critical"]
-        step.append(
-            Line2D([], [], **critical.line(), path_effects=outline("white", critical.lw + 2.0), label=critical_text)
-        )
+        crit = style.ROLE_LOOKS["critical"]
+        step.append(Line2D([], [], **crit.line(), path_effects=outline("white", crit.lw + 2.0), label=critical_text))
     ratio: list[Artist] = []
     if view.regions is not None:
         both = view.regions == REGIONS.index("both")
@@ -166,9 +154,6 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
             ratio.append(Patch(fc=style.TIE_FACE, ec="0.55", label=f"a tie: counts within {TIE_WITHIN:.0%}"))
         # "neither" and "diverged" look as the step maps' cap and x marks: named there when drawn
         shared = ("neither", "diverged") if keys else ()
-        ratio += [
-            region_patch(r, steps) for r in REGIONS[1:] if r not in shared and (view.regions == REGIONS.index(r)).any()
-        ]
-    if keys:
-        return boundaries + step, ratio
-    return step, boundaries + ratio
+        drawn = [r for r in REGIONS[1:] if r not in shared and (view.regions == REGIONS.index(r)).any()]
+        ratio += [region_patch(r, steps) for r in drawn]
+    return (boundaries + step, ratio) if keys else (step, boundaries + ratio)
