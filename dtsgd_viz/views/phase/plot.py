@@ -11,6 +11,7 @@ import numpy as np
 from ...theory import quadratic as theory
 from ..core import style
 from ..core.figure import headline, new_figure
+from ..paths.geometry import rule_name
 from .axes import PHASE_LEGEND_SIZE, add_colorbars, frame
 from .geometry import (
     REGIONS,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
 RULES = theory.RULES
 MIN_PIECE = 0.08  # axes fractions: shorter pieces of a contour (cut by the mask) are not drawn
-TITLES = {"momentum": "Momentum: stable iff lr·h < 2(1+μ)", "nesterov": "Nesterov: stable iff lr·h < 2(1+μ)/(1+2μ)"}
 SHOWS = {"both": (style.WIDTH, 9.4), "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.0)}
 
 
@@ -157,16 +157,14 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     ax.pcolormesh(lr_e, mu_e, dark, cmap=ListedColormap([DIVERGED_FACE]), gid=f"diverged-cells:{key}")
     ii, jj = np.nonzero(grid.diverged)
     ax.plot(g.lrs[jj], g.mus[ii], **DIVERGED_MARK, gid=f"diverged:{key}")
-    title = TITLES[key]
     if g.h is not None:
-        title += f", h = {g.h[-1]:g}"
         if np.isfinite(g.cap):
             view.contours[key] = draw_cap_contour(ax, key, nesterov, g)
         view.boundaries[key] = _boundary(ax, key, nesterov, g, f"boundary:{key}")
         crit, lr = style.ROLE_LOOKS["critical"], theory.critical_damping(g.mu_line, nesterov) / g.h[0]
         line = dict(**crit.line(), gid=f"critical:{key}", path_effects=outline("white", crit.lw + 2.0))
         (view.critical[key],) = ax.plot(lr, g.mu_line, **line)
-    frame(ax, g.lr_e, g.mu_e, title)
+    frame(ax, g.lr_e, g.mu_e, rule_name(key).capitalize())  # what it counts: the colour bar; its curves: the legend
 
 
 def _boundary(ax: Axes, key: str, nesterov: bool, g: _MapGrid, gid: str) -> Artist:
