@@ -150,11 +150,10 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     ax.set_label(f"phase:{key}")
     lr_e, mu_e, src = side_cells(g.lrs, g.mus, g.h, {key: nesterov})  # cells cut along the boundary drawn
     steps, diverged = grid.steps[src], grid.diverged[src]
-    view.meshes[key] = ax.pcolormesh(
-        lr_e, mu_e, np.ma.masked_less(steps, 0), cmap=cmap, norm=Normalize(0, g.steps), gid=f"phase:{key}"
-    )
-    dark = np.ma.masked_where(~diverged, diverged.astype(float))
-    ax.pcolormesh(lr_e, mu_e, dark, cmap=ListedColormap([DIVERGED_FACE]), gid=f"diverged-cells:{key}")
+    counts, dark = np.ma.masked_less(steps, 0), np.ma.masked_where(~diverged, diverged.astype(float))
+    mesh = dict(cmap=cmap, norm=Normalize(0, g.steps), rasterized=True)  # fine cells: pixels in SVG and PDF
+    view.meshes[key] = ax.pcolormesh(lr_e, mu_e, counts, **mesh, gid=f"phase:{key}")
+    ax.pcolormesh(lr_e, mu_e, dark, cmap=ListedColormap([DIVERGED_FACE]), rasterized=True, gid=f"diverged-cells:{key}")
     ii, jj = np.nonzero(grid.diverged)
     ax.plot(g.lrs[jj], g.mus[ii], **DIVERGED_MARK, gid=f"diverged:{key}")
     if g.h is not None:
@@ -219,7 +218,8 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
     both = view.regions == REGIONS.index("both")
     vmax, view.ratio_extend = ratio_limit(view.ratio[both])  # 2x, 4x or 8x: whichever holds the 98th percentile
     shown, norm = np.ma.masked_where(~both[src], view.ratio[src]), Normalize(-vmax, vmax)
-    view.meshes["ratio"] = ax.pcolormesh(lr_e, mu_e, shown, cmap=ratio_cmap(vmax), norm=norm, gid="phase:ratio")
+    mesh = dict(cmap=ratio_cmap(vmax), norm=norm, rasterized=True)  # fine cells: pixels in SVG and PDF
+    view.meshes["ratio"] = ax.pcolormesh(lr_e, mu_e, shown, **mesh, gid="phase:ratio")
     if g.h is not None:
         for key, nesterov in RULES.items():
             view.ratio_boundaries[key] = _boundary(ax, key, nesterov, g, f"ratio-boundary:{key}")

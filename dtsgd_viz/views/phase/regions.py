@@ -102,7 +102,8 @@ def draw_ratio_regions(
     shown = regions if src is None else regions[src]
     faces = ListedColormap(["white"] + [REGION_FACES[r] for r in REGIONS[1:]])
     neutral = np.ma.masked_equal(shown, REGIONS.index("both"))
-    ax.pcolormesh(lr_e, mu_e, neutral, cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, gid="phase:regions", zorder=0.5)
+    look = dict(cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, rasterized=True)  # pixels in SVG and PDF
+    ax.pcolormesh(lr_e, mu_e, neutral, **look, gid="phase:regions", zorder=0.5)
     for region, hatch in style.HATCHES.items():
         cells = []  # one rectangle per run of the region's cells along a row
         for i, row in enumerate(shown == REGIONS.index(region)):
