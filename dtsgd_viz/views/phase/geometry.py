@@ -104,7 +104,7 @@ def side_cells(lrs: ArrayLike, mus: ArrayLike, h: ArrayLike | None, rules: dict[
         mu = np.clip(mu, 0.0, 0.9999)
         return sum((lr > theory.convergence_boundary(mu, np.max(h), nz)) << k for k, nz in enumerate(rules.values()))
 
-    want, at = side(lr_c[None, :], mu_c[:, None]), side(lrs[None, :], mus[:, None])
+    want, at = side(lr_c[None, :], mu_c[:, None]), np.asarray(side(lrs[None, :], mus[:, None]))
     own = np.meshgrid(np.arange(len(mus)).repeat(si), np.arange(len(lrs)).repeat(sj), indexing="ij")
     offsets = [(di, dj) for di in (0, -1, 1) for dj in (0, -1, 1)]  # the cell's own run first: kept if none fits
     ii = np.stack([np.clip(own[0] + di, 0, len(mus) - 1) for di, _ in offsets])

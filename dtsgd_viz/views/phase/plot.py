@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -151,7 +151,7 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     lr_e, mu_e, src = side_cells(g.lrs, g.mus, g.h, {key: nesterov})  # cells cut along the boundary drawn
     steps, diverged = grid.steps[src], grid.diverged[src]
     counts, dark = np.ma.masked_less(steps, 0), np.ma.masked_where(~diverged, diverged.astype(float))
-    mesh = dict(cmap=cmap, norm=Normalize(0, g.steps), rasterized=True)  # fine cells: pixels in SVG and PDF
+    mesh: dict[str, Any] = dict(cmap=cmap, norm=Normalize(0, g.steps), rasterized=True)  # pixels in SVG and PDF
     view.meshes[key] = ax.pcolormesh(lr_e, mu_e, counts, **mesh, gid=f"phase:{key}")
     ax.pcolormesh(lr_e, mu_e, dark, cmap=ListedColormap([DIVERGED_FACE]), rasterized=True, gid=f"diverged-cells:{key}")
     ii, jj = np.nonzero(grid.diverged)
@@ -213,12 +213,12 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
     from matplotlib.colors import Normalize
 
     ax.set_label("phase:ratio")
-    lr_e, mu_e, src = side_cells(g.lrs, g.mus, g.h, RULES)  # cells cut along both boundaries
-    view.regions = draw_ratio_regions(ax, view.grids, lr_e, mu_e, src)
+    lr_e, mu_e, src = cells = side_cells(g.lrs, g.mus, g.h, RULES)  # cells cut along both boundaries
+    view.regions = draw_ratio_regions(ax, view.grids, cells)
     both = view.regions == REGIONS.index("both")
     vmax, view.ratio_extend = ratio_limit(view.ratio[both])  # 2x, 4x or 8x: whichever holds the 98th percentile
     shown, norm = np.ma.masked_where(~both[src], view.ratio[src]), Normalize(-vmax, vmax)
-    mesh = dict(cmap=ratio_cmap(vmax), norm=norm, rasterized=True)  # fine cells: pixels in SVG and PDF
+    mesh: dict[str, Any] = dict(cmap=ratio_cmap(vmax), norm=norm, rasterized=True)  # pixels in SVG and PDF
     view.meshes["ratio"] = ax.pcolormesh(lr_e, mu_e, shown, **mesh, gid="phase:ratio")
     if g.h is not None:
         for key, nesterov in RULES.items():
@@ -290,7 +290,7 @@ def plot_phase(
     add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None, axes.get("ratio"))
     for sub, handles, gid in ((top, view.step_handles, "legend:maps"), (bottom, view.ratio_handles, "legend:ratio")):
         if handles:  # show="steps" has no ratio entries, show="ratio" no step ones
-            look = dict(loc="outside lower center", ncol=2, frameon=False, fontsize=PHASE_LEGEND_SIZE)
+            look: dict[str, Any] = dict(loc="outside lower center", ncol=2, frameon=False, fontsize=PHASE_LEGEND_SIZE)
             sub.legend(handles=handles, **look).set_gid(gid)
     return fig
 

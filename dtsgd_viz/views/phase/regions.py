@@ -88,30 +88,29 @@ def diverged_handle(label: str) -> Line2D:
     return Line2D([], [], color=DIVERGED_FACE, lw=7.0, solid_capstyle="butt", **mark, label=label, gid="diverged-key")
 
 
-def draw_ratio_regions(
-    ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray, src: tuple | None = None
-) -> np.ndarray:
-    """The ratio map's neutral cells, hatched or x-marked, on cells of edges ``lr_e``, ``mu_e`` showing the runs
-    ``src`` (``side_cells``; None: one a run); returns each run's index into ``REGIONS``."""
+def draw_ratio_regions(ax: Axes, grids: Mapping[str, PhaseGrid], cells: tuple) -> np.ndarray:
+    """The ratio map's neutral cells, hatched or x-marked, on ``cells = (lr_edges, mu_edges, runs shown)`` (as
+    ``side_cells`` gives them); returns each run's index into ``REGIONS``."""
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Rectangle
 
     m, n = grids["momentum"], grids["nesterov"]
     regions = ratio_regions(m.steps, m.diverged, n.steps, n.diverged)
-    shown = regions if src is None else regions[src]
+    lr_e, mu_e, src = cells
+    shown = regions[src]
     faces = ListedColormap(["white"] + [REGION_FACES[r] for r in REGIONS[1:]])
     neutral = np.ma.masked_equal(shown, REGIONS.index("both"))
-    look = dict(cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, rasterized=True)  # pixels in SVG and PDF
+    look: dict[str, Any] = dict(cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, rasterized=True)  # SVG: pixels
     ax.pcolormesh(lr_e, mu_e, neutral, **look, gid="phase:regions", zorder=0.5)
+    hatched: dict[str, Any] = dict(facecolor="none", edgecolor="none", hatchcolor=style.HATCH_COLOR, linewidth=0)
     for region, hatch in style.HATCHES.items():
-        cells = []  # one rectangle per run of the region's cells along a row
+        boxes = []  # one rectangle per run of the region's cells along a row
         for i, row in enumerate(shown == REGIONS.index(region)):
             ends = np.flatnonzero(np.diff(np.r_[0, row.astype(int), 0])).reshape(-1, 2)
-            cells += [Rectangle((lr_e[a], mu_e[i]), lr_e[b] - lr_e[a], mu_e[i + 1] - mu_e[i]) for a, b in ends]
-        if cells:
-            look = dict(facecolor="none", edgecolor="none", hatch=hatch, hatchcolor=style.HATCH_COLOR, linewidth=0)
-            ax.add_collection(PatchCollection(cells, **look, gid=f"region:{region}", zorder=0.6))
+            boxes += [Rectangle((lr_e[a], mu_e[i]), lr_e[b] - lr_e[a], mu_e[i + 1] - mu_e[i]) for a, b in ends]
+        if boxes:
+            ax.add_collection(PatchCollection(boxes, **hatched, hatch=hatch, gid=f"region:{region}", zorder=0.6))
     ii, jj = np.nonzero(regions == REGIONS.index("diverged"))
     ax.plot(np.asarray(m.learning_rates)[jj], np.asarray(m.momenta)[ii], **DIVERGED_MARK, gid="diverged:ratio")
     return regions
