@@ -173,11 +173,12 @@ show(dtsgd_viz.plot_modes(recordings, surface))
 # to tolerance for each rule (computed with the numpy reference of the tf-keras rule,
 # which the tests tie to the real optimizer; at most 150 updates; pale grey: more than
 # that, dark grey with x marks: diverges). On them: each rule's stability boundary
-# ($\eta h < 2(1+\mu)$ for heavy ball, $\eta h < 2(1+\mu)/(1+2\mu)$ for Nesterov, $h = 20$ the steep direction's;
-# a cell is the run at its centre, and where a boundary cuts a cell each side shows the nearest run on that
-# side, so the colours change where the exact curve does), the iso-rate contour of the worst mode's $\rho$
-# that edges the cap, the critical-damping curve of the flat direction (left of it that mode creeps in,
-# right of it it oscillates), and the outlined cell of the runs above ($\eta = 0.05$, $\mu = 0.9$).
+# ($\eta h < 2(1+\mu)$ for heavy ball, $\eta h < 2(1+\mu)/(1+2\mu)$ for Nesterov, $h = 20$ the steep
+# direction's eigenvalue; a cell is the run at its centre, and where a boundary cuts a cell each side shows the
+# nearest run on that side, so the colours change where the exact curve does), the iso-rate contour of the
+# worst mode's $\rho$ that edges the cap, the critical-damping curve of the flat direction (left of it that
+# mode creeps in, right of it it oscillates), and the outlined cell of the runs above ($\eta = 0.05$,
+# $\mu = 0.9$).
 
 # %%
 lrs = np.geomspace(1e-3, 0.2, 24)
