@@ -39,6 +39,7 @@ from ..views.phase.geometry import (
     phase_ratio,
     ratio_limit,
     ratio_regions,
+    side_cells,
 )
 from ..views.phase.regions import REGION_NAMES
 from . import encode
@@ -107,6 +108,22 @@ def _ratio_colors(ratio: np.ndarray, vmax: float) -> tuple[np.ndarray, list[str]
     cells = np.array([mcolors.to_hex(tuple(c)) for c in rgba.reshape(-1, 4)]).reshape(ratio.shape)
     stops = [mcolors.to_hex(cmap(x)) for x in np.linspace(0.0, 1.0, CMAP_STOPS)]
     return cells, stops
+
+
+def cut_cells(lrs: np.ndarray, mus: np.ndarray, h: ArrayLike) -> list[list[float]]:
+    """Where a stability boundary cuts a cell, what ``plot_phase`` draws there (``side_cells``): rectangles
+    ``[lr0, lr1, mu0, mu1, k]``, one per run along a row of fine cells showing cell ``k`` (``mu index * len(lrs) +
+    lr index``, as ``colors``) rather than their own, the nearest run on their side of both boundaries."""
+    lr_f, mu_f, (i, j) = side_cells(lrs, mus, h, RULES)
+    own_j = np.searchsorted(cell_edges(lrs, log=True), np.sqrt(lr_f[1:] * lr_f[:-1])) - 1
+    own_i = np.searchsorted(cell_edges(mus, log=False), (mu_f[1:] + mu_f[:-1]) / 2) - 1
+    shown = i * len(lrs) + j
+    shown = np.where(shown == own_i[:, None] * len(lrs) + own_j[None, :], -1, shown)  # -1: the cell's own run
+    out, g = [], lambda v: float(f"{v:.6g}")  # 6 digits: far under a pixel
+    for r, row in enumerate(shown):
+        ends = np.r_[0, np.flatnonzero(np.diff(row)) + 1, len(row)]
+        out += [[g(lr_f[a]), g(lr_f[b]), g(mu_f[r]), g(mu_f[r + 1]), int(row[a])] for a, b in zip(ends[:-1], ends[1:])]
+    return [c for c in out if c[4] >= 0]
 
 
 def phase_state(
@@ -205,6 +222,7 @@ def phase_state(
             k: {"lr": encode.array(convergence_boundary(mu_line, h_max, nz)), "mu": encode.array(mu_line)}
             for k, nz in RULES.items()
         },
+        "cuts": cut_cells(lrs, mus, np.linalg.eigvalsh(H)),
         "finding": phase_finding(m.steps, n.steps, TIE_WITHIN),
         "hessian": H.ravel().tolist(),
         "minimum": minimum.tolist(),

@@ -36,6 +36,7 @@ from ..views.paths.geometry import divergence_update, rule_name
 from ..views.paths.plot import draw_paths
 from ..views.phase.axes import PHASE_LEGEND_SIZE, PHASE_NOTE_SIZE
 from ..views.phase.cell import draw_cell_losses, pick_finding
+from ..views.phase.geometry import side_cells
 from ..views.phase.plot import add_colorbars, cap_loss, cell_edges, draw_phase
 from ..views.phase.regions import cell_look
 from . import _pointer
@@ -133,6 +134,7 @@ class PhaseDiagram(FigureWidget):
         self.h_max = None if h is None else float(np.max(h))
         self.learning_rates, self.momenta = lrs, mus
         self.lr_edges, self.mu_edges = cell_edges(lrs, log=True), cell_edges(mus, log=False)
+        self.cut = side_cells(lrs, mus, h, RULES)  # the ratio map's cells as drawn: a click picks the run shown
         self.pick = PhasePick(len(lrs) // 2, len(mus) // 2, len(lrs), len(mus))
         self.recordings = self.ran_at = self.error = None
         self.diverged_at = {}
@@ -185,7 +187,9 @@ class PhaseDiagram(FigureWidget):
         if ax is None:
             return None
         lr, mu = _pointer.pixel_to_data(ax, x, y, size)
-        return cell_at(self.lr_edges, self.mu_edges, lr, mu)
+        lr_e, mu_e, (i, j) = self.cut
+        fine = cell_at(lr_e, mu_e, lr, mu)  # where a boundary cuts a cell: the nearest run on that side
+        return None if fine is None else (int(j[fine[1], fine[0]]), int(i[fine[1], fine[0]]))
 
     def click(self, x: float, y: float) -> bool:
         """A click at PNG pixel ``(x, y)``: on a map cell, run the real optimizer there.

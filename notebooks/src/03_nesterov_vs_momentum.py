@@ -174,10 +174,12 @@ show(dtsgd_viz.plot_modes(recordings, surface))
 # to tolerance for each rule (computed with the numpy reference of the tf-keras rule,
 # which the tests tie to the real optimizer; at most 150 updates; pale grey: more than
 # that, dark grey with x marks: diverges). On them: each rule's stability boundary
-# ($\eta h < 2(1+\mu)$ for heavy ball, $\eta h < 2(1+\mu)/(1+2\mu)$ for Nesterov),
-# the iso-rate contour of the worst mode's $\rho$ that edges the cap, the critical-damping curve of the
-# flat direction (left of it that mode creeps in, right of it it oscillates), and the outlined cell of
-# the runs above ($\eta = 0.05$, $\mu = 0.9$).
+# ($\eta h < 2(1+\mu)$ for heavy ball, $\eta h < 2(1+\mu)/(1+2\mu)$ for Nesterov, $h = 20$ the steep
+# direction's eigenvalue; a cell is the run at its centre, and where a boundary cuts a cell each side shows the
+# nearest run on that side, so the colours change where the exact curve does), the iso-rate contour of the
+# worst mode's $\rho$ that edges the cap, the critical-damping curve of the flat direction (left of it that
+# mode creeps in, right of it it oscillates), and the outlined cell of the runs above ($\eta = 0.05$,
+# $\mu = 0.9$).
 
 # %%
 lrs = np.geomspace(1e-3, 0.2, 24)
@@ -187,10 +189,9 @@ show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="steps", 
 # %% [markdown]
 # Who is faster where both converge: $\log_2$ of Nesterov's count over momentum's (red:
 # Nesterov faster, blue: momentum faster, sand: a tie, the two counts within 10% of each other),
-# with each rule's stability boundary (exact, so it can cut through a cell: a cell is the run at its
-# centre's learning rate and momentum). Dotted cells: only one rule gets within the tolerance in 150
-# updates (the other neither converges nor diverges), tinted towards that rule's colour. The title
-# counts the three kinds of cell (`phase_finding`, printed below).
+# with each rule's stability boundary (cells cut along it as on the step maps). Dotted cells: only one rule
+# gets within the tolerance in 150 updates (the other neither converges nor diverges), tinted towards that
+# rule's colour. The title counts the three kinds of cell (`phase_finding`, printed below).
 
 # %%
 show(dtsgd_viz.plot_phase(surface, lrs, mus, steps=150, tol=1e-3, show="ratio", mark=(0.05, 0.9)))

@@ -5,13 +5,15 @@ said for what it is, legends at a readable size and one line an entry."""
 import matplotlib
 import numpy as np
 import pytest
+from helpers.phase_cells import shown_at
 
 import dtsgd_viz
+from dtsgd_viz.theory import quadratic as theory
 from dtsgd_viz.theory import surfaces
 from dtsgd_viz.theory.convergence import phase_grid
 from dtsgd_viz.views.core import style
 from dtsgd_viz.views.core.figure import headline_texts
-from dtsgd_viz.views.phase.geometry import cap_rate
+from dtsgd_viz.views.phase.geometry import REGIONS, cap_rate
 
 matplotlib.use("Agg")
 
@@ -172,3 +174,31 @@ def test_by_default_the_maps_draw_the_caps_edge_alone_and_mark_the_runs_cell(gri
         ValueError, match=r"mark must be \(learning_rate, momentum\) inside the grid.*Received: \(5.0, 0.9\)"
     ):
         dtsgd_viz.plot_phase(SURFACE, LRS, MUS, steps=STEPS, tol=TOL, show="steps", mark=(5.0, 0.9))
+
+
+def test_no_cell_straddles_a_stability_boundary(figs, grids):
+    """The reader's finding (a hatched "Nesterov diverges" cell partly left of Nesterov's boundary, a tie partly
+    right of it): each map's colours change where its drawn boundaries do. Every run here agrees with the theory
+    (converged ones left of their rule's boundary, diverged ones right), and so does every point of the maps off a
+    3% band along each boundary (a cell spans 25%): counts only left of the rule's boundary, its dark grey only
+    right; on the ratio map both-converge colours only left of Nesterov's, its hatching only between the two."""
+    lr, mu = np.meshgrid(np.geomspace(LRS[0], LRS[-1], 600), np.linspace(0.0, MUS[-1], 300))
+    ratio = {key: lr / theory.convergence_boundary(mu, 20.0, key == "nesterov") for key in grids}
+    right, left = ({k: f(r) for k, r in ratio.items()} for f in (lambda r: r > 1.03, lambda r: r < 0.97))
+    for key, grid in grids.items():
+        past = LRS[None, :] > theory.convergence_boundary(MUS, 20.0, key == "nesterov")[:, None]
+        assert not (grid.diverged & ~past).any() and not ((grid.steps >= 0) & past).any()
+        (ax,) = [a for a in figs["steps"].axes if a.get_label() == f"phase:{key}"]
+        counts, dark = (
+            next(c for c in ax.collections if c.get_gid() == g) for g in (f"phase:{key}", f"diverged-cells:{key}")
+        )
+        assert np.ma.getmaskarray(shown_at(counts, lr, mu))[right[key]].all(), key
+        drawn = ~np.ma.getmaskarray(shown_at(dark, lr, mu))
+        assert drawn[right[key]].any() and not drawn[left[key]].any(), key
+    (ax,) = [a for a in figs["ratio"].axes if a.get_label() == "phase:ratio"]
+    colours, faces = (next(c for c in ax.collections if c.get_gid() == g) for g in ("phase:ratio", "phase:regions"))
+    assert np.ma.getmaskarray(shown_at(colours, lr, mu))[right["nesterov"]].all()
+    shown = shown_at(faces, lr, mu)
+    assert (shown == REGIONS.index("only_momentum"))[left["nesterov"] | right["momentum"]].sum() == 0
+    assert (shown == REGIONS.index("only_momentum"))[right["nesterov"] & left["momentum"]].any()
+    assert not (shown == REGIONS.index("diverged"))[left["momentum"]].any()

@@ -4,6 +4,7 @@ through the figure's data against grids and spectral radii computed here."""
 import matplotlib
 import numpy as np
 import pytest
+from helpers.phase_cells import at_runs
 from helpers.readable import check_readable, overlapping, x_tick_label_boxes  # noqa: F401
 from helpers.theory_reference import radius
 
@@ -37,6 +38,15 @@ def by_gid(ax, gid):
     return found[0]
 
 
+def hatched_runs(collection, lrs=LRS, mus=MUS):
+    """Which runs' centres a hatched region's rectangles cover, ``(len(mus), len(lrs))``."""
+    lr, mu = np.meshgrid(lrs, mus)
+    boxes = [p.get_extents() for p in collection.get_paths()]
+    return np.array(
+        [[any(b.x0 < x < b.x1 and b.y0 < y < b.y1 for b in boxes) for x, y in zip(*r)] for r in zip(lr, mu)]
+    )
+
+
 def steps_grids():
     return {
         key: phase_grid(SURFACE, LRS, MUS, STEPS, TOL, nesterov)
@@ -48,13 +58,39 @@ def steps_grids():
 def test_step_maps_are_the_grids(fig):
     axes = axes_by_label(fig)
     for key, grid in steps_grids().items():
-        mesh = by_gid(axes[f"phase:{key}"], f"phase:{key}")
-        np.testing.assert_array_equal(mesh.get_array().data, grid.steps)
-        np.testing.assert_array_equal(np.ma.getmaskarray(mesh.get_array()), grid.steps < 0)
+        shown = at_runs(by_gid(axes[f"phase:{key}"], f"phase:{key}"), LRS, MUS)  # each run, at its centre
+        np.testing.assert_array_equal(shown.data, grid.steps)
+        np.testing.assert_array_equal(np.ma.getmaskarray(shown), grid.steps < 0)
         ii, jj = np.nonzero(grid.diverged)
         np.testing.assert_array_equal(
             by_gid(axes[f"phase:{key}"], f"diverged:{key}").get_xydata(), np.c_[LRS[jj], MUS[ii]]
         )
+
+
+def test_side_cells_show_each_run_at_its_centre_and_the_nearest_run_on_its_side_elsewhere():
+    from dtsgd_viz.views.phase.geometry import side_cells
+
+    lrs, mus, h = np.geomspace(1e-3, 0.2, 24), np.linspace(0.0, 0.95, 20), (1.0, 20.0)
+    lr_e, mu_e, (i, j) = side_cells(lrs, mus, h, {"momentum": False, "nesterov": True})
+    si, sj = i.shape[0] // len(mus), j.shape[1] // len(lrs)
+    assert si % 2 == sj % 2 == 1 and i.shape == (len(mu_e) - 1, len(lr_e) - 1) and i.size >= 200 * 100 * 0.8
+    np.testing.assert_allclose(np.sqrt(lr_e[:-1] * lr_e[1:])[sj // 2 :: sj], lrs)  # a fine cell on each run
+    np.testing.assert_array_equal(i[si // 2 :: si, sj // 2 :: sj], np.arange(len(mus))[:, None].repeat(24, 1))
+    np.testing.assert_array_equal(j[si // 2 :: si, sj // 2 :: sj], np.arange(len(lrs))[None, :].repeat(20, 0))
+    own_i, own_j = np.arange(len(mus)).repeat(si)[:, None], np.arange(len(lrs)).repeat(sj)[None, :]
+    assert np.abs(i - own_i).max() <= 1 and np.abs(j - own_j).max() <= 1  # a neighbour at most
+
+    def side(lr, mu):
+        mu = np.clip(mu, 0, 0.9999)
+        return sum((lr > theory.convergence_boundary(mu, 20.0, nz)) * (1 + nz) for nz in (False, True))
+
+    lr_c, mu_c = np.meshgrid(np.sqrt(lr_e[:-1] * lr_e[1:]), (mu_e[:-1] + mu_e[1:]) / 2)
+    same = side(lrs[j], mus[i]) == side(lr_c, mu_c)
+    cut = (i != own_i) | (j != own_j)
+    assert same.mean() > 0.999 and cut.any() and same[cut].all()  # cut cells show a run on their side
+    # left of both boundaries and off them, a fine cell shows its own run
+    far = (lr_c < 0.8 * theory.convergence_boundary(np.clip(mu_c, 0, 0.9999), 20.0, True)) & ~cut
+    assert far.sum() > 0.5 * far.size
 
 
 @pytest.mark.slow
@@ -63,7 +99,7 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_in_the_tie_face(f
     m, n = grids["momentum"].steps, grids["nesterov"].steps
     ax = axes_by_label(fig)["phase:ratio"]
     mesh = by_gid(ax, "phase:ratio")
-    shown = mesh.get_array()
+    shown = at_runs(mesh, LRS, MUS)
     both, only_m, only_n = (m >= 0) & (n >= 0), (m >= 0) & (n < 0), (m < 0) & (n >= 0)
     assert both.sum() >= 10 and only_m.sum() >= 1  # the grid shows every case
     np.testing.assert_allclose(shown.data[both], np.log2(np.maximum(n[both], 1) / np.maximum(m[both], 1)))
@@ -85,7 +121,7 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_in_the_tie_face(f
     assert tie_key == f"a tie: counts within {TIE_WITHIN:.0%}"
     assert np.all(rgba[nesterov_faster][:, 0] > rgba[nesterov_faster][:, 2] + 0.1)  # red side, visibly
     assert np.all(rgba[momentum_faster][:, 2] > rgba[momentum_faster][:, 0] + 0.1)  # blue side, visibly
-    regions = by_gid(ax, "phase:regions").get_array()
+    regions = at_runs(by_gid(ax, "phase:regions"), LRS, MUS)
     np.testing.assert_array_equal(np.ma.getmaskarray(regions), both)
     div = {k: g.diverged for k, g in grids.items()}
     # one rule converges, the other diverged: a stability verdict, hatched; the other
@@ -97,7 +133,6 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_in_the_tie_face(f
         "cap_nesterov": only_n & ~div["momentum"],
     }
     assert expect["only_momentum"].any()
-    edges = cell_edges(LRS, log=True), cell_edges(MUS, log=False)
     for region, cells in expect.items():
         np.testing.assert_array_equal(regions.data[cells], REGIONS.index(region))
         hatched = [c for c in ax.collections if c.get_gid() == f"region:{region}"]
@@ -106,9 +141,7 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_in_the_tie_face(f
             continue
         (hatched,) = hatched
         assert hatched.get_hatch() == style.HATCHES[region]
-        corners = sorted((round(b.x0, 12), round(b.y0, 12)) for b in (p.get_extents() for p in hatched.get_paths()))
-        ii, jj = np.nonzero(cells)
-        assert corners == sorted((round(edges[0][j], 12), round(edges[1][i], 12)) for i, j in zip(ii, jj))
+        np.testing.assert_array_equal(hatched_runs(hatched), cells)  # the hatch covers these runs' centres
     # neither converges: both diverged (the step maps' x marks, on their pale grey), or
     # at least one only ran into the cap (the darker grey, named for the cap)
     both_div = (m < 0) & (n < 0) & div["momentum"] & div["nesterov"]
@@ -119,7 +152,7 @@ def test_the_ratio_map_is_log2_of_the_two_step_grids_with_ties_in_the_tie_face(f
     ii, jj = np.nonzero(both_div)
     np.testing.assert_array_equal(by_gid(ax, "diverged:ratio").get_xydata(), np.c_[LRS[jj], MUS[ii]])
     faces = by_gid(ax, "phase:regions")
-    rgba = faces.cmap(faces.norm(regions))
+    rgba = faces.cmap(faces.norm(regions.data))
     assert np.all(rgba[both_div][:, 0] < rgba[neither][0, 0] - 0.15)  # darker than neither's grey
     # no extension colours on the bar
     cbars = [a for a in fig.axes if a.get_label() == "<colorbar>"]
@@ -144,7 +177,7 @@ def test_the_step_cap_cells_say_which_rule_converged():
     assert cells["nesterov"][-1].sum() >= 10
     ax = axes_by_label(fig)["phase:ratio"]
     faces = by_gid(ax, "phase:regions")
-    regions = faces.get_array()
+    regions = at_runs(faces, lrs, mus)
     rgba = faces.cmap(faces.norm(regions.data))
     keys = {t.get_text(): h for t, h in zip(legend_texts(fig), fig.legends[0].legend_handles)}
     for rule, name in (("momentum", "momentum"), ("nesterov", "Nesterov")):
@@ -153,7 +186,8 @@ def test_the_step_cap_cells_say_which_rule_converged():
         red, blue = rgba[cells[rule]][:, 0], rgba[cells[rule]][:, 2]
         assert np.all(red > blue + 0.05) if rule == "nesterov" else np.all(blue > red + 0.05)
         (dots,) = [c for c in ax.collections if c.get_gid() == f"region:{region}"]
-        assert dots.get_hatch() == style.HATCHES[region] and len(dots.get_paths()) == cells[rule].sum()
+        assert dots.get_hatch() == style.HATCHES[region]
+        np.testing.assert_array_equal(hatched_runs(dots, lrs, mus), cells[rule])
         handle = keys[f"only {name} within 150 updates"]
         np.testing.assert_allclose(handle.get_facecolor(), rgba[cells[rule]][0], atol=1e-6)  # the key's look
         assert handle.get_hatch() == style.HATCHES[region]

@@ -147,6 +147,27 @@ def test_hover_gives_the_maps_steps(page, widget):
 
 
 @browser_test
+def test_cells_cut_by_a_boundary_show_the_nearest_run_on_each_side(page, widget):
+    """The browser draws ``phase_state``'s cuts over the cells, as ``plot_phase`` does: each in the colour of the
+    run it shows, and hovering one gives that run's steps."""
+    cuts, colors = widget.data["cuts"], widget.data["colors"]
+    drawn = page.locator("rect[data-shows]")
+    assert cuts and drawn.count() == len(cuts)
+    for q in range(0, len(cuts), max(1, len(cuts) // 6)):
+        k = cuts[q][4]
+        assert drawn.nth(q).get_attribute("fill") == colors[k]
+        assert drawn.nth(q).get_attribute("data-shows") == f"{k % len(LRS)},{k // len(LRS)}"
+    steps = {r: encode.decode(widget.data["steps"][r]) for r in ("momentum", "nesterov")}
+    widest = max(range(len(cuts)), key=lambda q: cuts[q][1] / cuts[q][0])
+    k = cuts[widest][4]
+    drawn.nth(widest).hover(force=True)
+    text = page.locator(".dv-tip").inner_text()
+    for rule, name in (("momentum", "momentum"), ("nesterov", "Nesterov")):  # the shown run's, not its cell's
+        s = int(steps[rule][k // len(LRS), k % len(LRS)])
+        assert (f"{name}: {s} updates" if s >= 0 else f"{name}: ") in text, text
+
+
+@browser_test
 def test_a_dragged_start_runs_the_rule_from_there(page):
     page.locator('rect[data-cell="12,9"]').click()
     box = page.locator("circle.dv-start").bounding_box()

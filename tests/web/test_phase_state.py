@@ -9,6 +9,7 @@ from matplotlib import colors as mcolors
 from dtsgd_viz import surfaces
 from dtsgd_viz.theory import reference
 from dtsgd_viz.theory.convergence import steps_to_tolerance
+from dtsgd_viz.theory.quadratic import convergence_boundary
 from dtsgd_viz.views.core import style
 from dtsgd_viz.web import encode
 from dtsgd_viz.web.phase import phase_state, quadratic_terms
@@ -96,6 +97,24 @@ def test_the_axes_ticks_lie_on_the_map(state):
     assert state["lr_ticks"] and all(lr_e[0] <= t <= lr_e[-1] for t in state["lr_ticks"])
     assert state["mu_labels"] == ["0", "0.2", "0.4", "0.6", "0.8"]
     assert state["scale"]["labels"][len(state["scale"]["labels"]) // 2] == "tie ±10%"
+
+
+def test_cells_cut_by_a_boundary_show_the_nearest_run_on_their_side(state):
+    """As ``plot_phase`` draws them (``views.phase.side_cells``): where a boundary cuts a cell, the part on the
+    other side of it from the cell's own run shows a neighbour's run on that side."""
+    h_max = float(np.linalg.eigvalsh(quadratic_terms(SURFACE)[0]).max())
+    lr_e, mu_e = (encode.decode(state[k]) for k in ("lr_edges", "mu_edges"))
+
+    def side(lr, mu):
+        return [bool(lr > convergence_boundary(np.clip(mu, 0, 0.9999), h_max, nz)) for nz in (False, True)]
+
+    assert len(state["cuts"]) >= len(MUS)  # each row of cells: a boundary cuts one or more
+    for l0, l1, m0, m1, k in state["cuts"]:
+        lr, mu = np.sqrt(l0 * l1), (m0 + m1) / 2
+        j, i = int(np.searchsorted(lr_e, lr)) - 1, int(np.searchsorted(mu_e, mu)) - 1  # the cell it lies in
+        kj, ki = k % len(LRS), k // len(LRS)
+        assert (ki, kj) != (i, j) and abs(ki - i) <= 1 and abs(kj - j) <= 1
+        assert side(lr, mu) == side(LRS[kj], MUS[ki]) != side(LRS[j], MUS[i]), (lr, mu, k)
 
 
 def test_the_state_is_small():

@@ -8,6 +8,7 @@ import sys
 import matplotlib
 import numpy as np
 import pytest
+from helpers.phase_cells import at_runs
 
 import dtsgd_viz
 from conftest import CONFIGS
@@ -496,7 +497,7 @@ def test_phase_diagram_shows_the_grid_and_the_boundary(phase):
     assert list(pd.map_axes) == ["ratio"]
     m, n = (phase_grid(ROTATED, PD_LRS, PD_MUS, PD_STEPS, PD_TOL, nesterov) for nesterov in (False, True))
     both = (m.steps >= 0) & (n.steps >= 0)
-    image = by_gid(ax, "phase:")["ratio"].get_array()
+    image = at_runs(by_gid(ax, "phase:")["ratio"], PD_LRS, PD_MUS)  # each run, at its centre
     np.testing.assert_array_equal(~np.ma.getmaskarray(image), both)
     np.testing.assert_allclose(image.data[both], np.log2(np.maximum(n.steps, 1) / np.maximum(m.steps, 1))[both])
     for key, nesterov in (("momentum", False), ("nesterov", True)):

@@ -7,6 +7,7 @@ import io
 import matplotlib
 import numpy as np
 import pytest
+from helpers.phase_cells import at_runs, shown_at
 from PIL import Image
 
 from dtsgd_viz.theory import reference, surfaces
@@ -90,6 +91,28 @@ def test_every_cell_of_every_map_is_found_at_its_pixel(phase):
             for i in range(len(MUS)):
                 assert pd.cell_at_pixel(*cell_pixel(pd, key, j, i)) == (j, i)
     assert pd.cell_at_pixel(2, 2) is None  # the figure's corner: no map there
+
+
+def test_a_click_where_a_boundary_cuts_a_cell_picks_the_run_drawn_there(phase):
+    """The ratio map's cells are cut along the stability boundaries (each side: the nearest run on that side);
+    a pixel there picks the run its colour is, read back from the drawn mesh."""
+    pd = phase
+    mesh = [m for m in pd.map_axes["ratio"].collections if m.get_gid() == "phase:ratio"][0]
+    shown = at_runs(mesh, LRS, MUS)
+    lr_e, mu_e, (i, j) = pd.cut
+    own_i = np.searchsorted(pd.mu_edges, (mu_e[1:] + mu_e[:-1]) / 2)[:, None] - 1
+    own_j = np.searchsorted(pd.lr_edges, np.sqrt(lr_e[1:] * lr_e[:-1]))[None, :] - 1
+    cut = np.argwhere((i != own_i) | (j != own_j))
+    assert len(cut) >= 5
+    size = _pointer.png_size(pd.image.value)
+    for r, c in cut[:: max(1, len(cut) // 8)]:
+        lr, mu = np.sqrt(lr_e[c] * lr_e[c + 1]), (mu_e[r] + mu_e[r + 1]) / 2
+        x, y = _pointer.data_to_pixel(pd.map_axes["ratio"], lr, mu, size)
+        got = pd.cell_at_pixel(x, y)
+        assert got == (j[r, c], i[r, c]) != (own_j[0, c], own_i[r, 0]), (lr, mu)
+        # what the mesh draws at that point is the picked run's ratio (or both masked: a region's face)
+        drawn, want = shown_at(mesh, lr, mu), shown[got[1], got[0]]
+        assert (drawn is np.ma.masked and want is np.ma.masked) or drawn == want, (drawn, want)
 
 
 @pytest.mark.slow
@@ -250,7 +273,7 @@ def test_the_pixel_mapping_lands_where_the_png_shows_the_data(phase):
     pd = phase
     size = _pointer.png_size(pd.image.value)
     mesh = [m for m in pd.map_axes["ratio"].collections if m.get_gid() == "phase:ratio"][0]
-    values = mesh.get_array()
+    values = at_runs(mesh, LRS, MUS)  # the mesh is cut finer along the boundaries: each run at its centre
     checked = total = 0
     for j in range(len(LRS)):
         for i in range(len(MUS)):

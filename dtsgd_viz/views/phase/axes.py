@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,9 +52,8 @@ def add_colorbars(
         cbar.ax.tick_params(labelsize=style.TICK_SIZE)
     if ratio_ax is None:
         return
-    rbar = ratio_ax.figure.colorbar(
-        view.meshes["ratio"], ax=ratio_ax, location="right", pad=0.02, fraction=0.08, extend=view.ratio_extend
-    )
+    look: dict[str, Any] = dict(location="right", pad=0.02, fraction=0.08, extend=view.ratio_extend)
+    rbar = ratio_ax.figure.colorbar(view.meshes["ratio"], ax=ratio_ax, **look)
     ticks = ratio_ticks(view.meshes["ratio"].norm.vmax)
     rbar.set_ticks(ticks, labels=[speedup_text(t) for t in ticks])  # pyright: ignore[reportArgumentType]  # stub: a Sequence
     rbar.ax.tick_params(labelsize=style.TICK_SIZE)

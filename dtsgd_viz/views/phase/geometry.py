@@ -82,6 +82,38 @@ def cell_edges(values: ArrayLike, log: bool) -> np.ndarray:
     return np.exp(e) if log else e
 
 
+def _fine(values: np.ndarray, s: int, log: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``s`` fine cells per cell of ``values``: their edges, centres and centres in grid units (a run's centre: k)."""
+    knots = np.insert(cell_edges(values, log), np.arange(1, len(values) + 1), values)
+    t = np.arange(len(values) * s * 2 + 1) / (2 * s) - 0.5  # fine edges and centres, interleaved
+    f = np.interp(t, np.arange(len(knots)) / 2 - 0.5, np.log(knots) if log else knots)
+    f = np.exp(f) if log else f
+    return f[::2], f[1::2], t[1::2]
+
+
+def side_cells(lrs: ArrayLike, mus: ArrayLike, h: ArrayLike | None, rules: dict[str, bool]) -> tuple:
+    """``(lr_edges, mu_edges, (i, j))``: the cells cut ~200 x 100 (odd counts: one on each run's centre), each the
+    run ``(i, j)`` nearest on its side of each ``rules`` boundary: colours change where the exact curves do."""
+    lrs, mus = np.asarray(lrs, np.float64), np.asarray(mus, np.float64)
+    if h is None or not rules:
+        return cell_edges(lrs, log=True), cell_edges(mus, log=False), tuple(np.indices((len(mus), len(lrs))))
+    sj, si = (max(1, round(n / len(v) / 2) * 2 + 1) for n, v in ((200, lrs), (100, mus)))
+    (lr_e, lr_c, u), (mu_e, mu_c, v) = _fine(lrs, sj, log=True), _fine(mus, si, log=False)
+
+    def side(lr, mu):  # which side of each boundary: bit k for rule k
+        mu = np.clip(mu, 0.0, 0.9999)
+        return sum((lr > theory.convergence_boundary(mu, np.max(h), nz)) << k for k, nz in enumerate(rules.values()))
+
+    want, at = side(lr_c[None, :], mu_c[:, None]), np.asarray(side(lrs[None, :], mus[:, None]))
+    own = np.meshgrid(np.arange(len(mus)).repeat(si), np.arange(len(lrs)).repeat(sj), indexing="ij")
+    offsets = [(di, dj) for di in (0, -1, 1) for dj in (0, -1, 1)]  # the cell's own run first: kept if none fits
+    ii = np.stack([np.clip(own[0] + di, 0, len(mus) - 1) for di, _ in offsets])
+    jj = np.stack([np.clip(own[1] + dj, 0, len(lrs) - 1) for _, dj in offsets])
+    d = np.where(at[ii, jj] == want, (v[:, None] - ii) ** 2 + (u[None, :] - jj) ** 2, np.inf)
+    k = np.argmin(d, axis=0)[None]  # the nearest run on the same side, of the cell's and its neighbours'
+    return lr_e, mu_e, (np.take_along_axis(ii, k, 0)[0], np.take_along_axis(jj, k, 0)[0])
+
+
 def cap_rate(loss0: float, tol: float, steps: int) -> float:
     """The rate that brings a mode's loss from ``loss0`` to ``tol`` in ``steps`` updates."""
     if not loss0 > tol > 0:

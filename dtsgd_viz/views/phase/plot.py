@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...theory import quadratic as theory
 from ..core import style
 from ..core.figure import headline, new_figure
+from ..paths.geometry import rule_name
 from .axes import PHASE_LEGEND_SIZE, add_colorbars, frame
 from .geometry import (
     REGIONS,
@@ -22,6 +23,7 @@ from .geometry import (
     phase_finding,
     phase_ratio,
     ratio_limit,
+    side_cells,
     steps_finding,
 )
 from .regions import (
@@ -49,7 +51,6 @@ if TYPE_CHECKING:
 
 RULES = theory.RULES
 MIN_PIECE = 0.08  # axes fractions: shorter pieces of a contour (cut by the mask) are not drawn
-TITLES = {"momentum": "Momentum: stable iff lr·h < 2(1+μ)", "nesterov": "Nesterov: stable iff lr·h < 2(1+μ)/(1+2μ)"}
 SHOWS = {"both": (style.WIDTH, 9.4), "steps": (style.WIDTH, 5.0), "ratio": (style.WIDTH, 5.0)}
 
 
@@ -147,33 +148,22 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     grid = view.grids[key]
     cmap = colormaps[style.SEQUENTIAL_CMAP].with_extremes(bad=style.NOT_CONVERGED_COLOR)
     ax.set_label(f"phase:{key}")
-    view.meshes[key] = ax.pcolormesh(
-        g.lr_e, g.mu_e, np.ma.masked_less(grid.steps, 0), cmap=cmap, norm=Normalize(0, g.steps), gid=f"phase:{key}"
-    )
-    ax.pcolormesh(
-        g.lr_e,
-        g.mu_e,
-        np.ma.masked_where(~grid.diverged, grid.diverged.astype(float)),
-        cmap=ListedColormap([DIVERGED_FACE]),
-        gid=f"diverged-cells:{key}",
-    )
+    lr_e, mu_e, src = side_cells(g.lrs, g.mus, g.h, {key: nesterov})  # cells cut along the boundary drawn
+    steps, diverged = grid.steps[src], grid.diverged[src]
+    counts, dark = np.ma.masked_less(steps, 0), np.ma.masked_where(~diverged, diverged.astype(float))
+    mesh: dict[str, Any] = dict(cmap=cmap, norm=Normalize(0, g.steps), rasterized=True)  # pixels in SVG and PDF
+    view.meshes[key] = ax.pcolormesh(lr_e, mu_e, counts, **mesh, gid=f"phase:{key}")
+    ax.pcolormesh(lr_e, mu_e, dark, cmap=ListedColormap([DIVERGED_FACE]), rasterized=True, gid=f"diverged-cells:{key}")
     ii, jj = np.nonzero(grid.diverged)
     ax.plot(g.lrs[jj], g.mus[ii], **DIVERGED_MARK, gid=f"diverged:{key}")
-    title = TITLES[key]
     if g.h is not None:
-        title += f", h = {g.h[-1]:g}"
         if np.isfinite(g.cap):
             view.contours[key] = draw_cap_contour(ax, key, nesterov, g)
         view.boundaries[key] = _boundary(ax, key, nesterov, g, f"boundary:{key}")
-        critical = style.ROLE_LOOKS["critical"]
-        (view.critical[key],) = ax.plot(
-            theory.critical_damping(g.mu_line, nesterov) / g.h[0],
-            g.mu_line,
-            **critical.line(),
-            gid=f"critical:{key}",
-            path_effects=outline("white", critical.lw + 2.0),
-        )
-    frame(ax, g.lr_e, g.mu_e, title)
+        crit, lr = style.ROLE_LOOKS["critical"], theory.critical_damping(g.mu_line, nesterov) / g.h[0]
+        line = dict(**crit.line(), gid=f"critical:{key}", path_effects=outline("white", crit.lw + 2.0))
+        (view.critical[key],) = ax.plot(lr, g.mu_line, **line)
+    frame(ax, g.lr_e, g.mu_e, rule_name(key).capitalize())  # what it counts: the colour bar; its curves: the legend
 
 
 def _boundary(ax: Axes, key: str, nesterov: bool, g: _MapGrid, gid: str) -> Artist:
@@ -223,17 +213,13 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
     from matplotlib.colors import Normalize
 
     ax.set_label("phase:ratio")
-    view.regions = draw_ratio_regions(ax, view.grids, g.lr_e, g.mu_e)
+    lr_e, mu_e, src = cells = side_cells(g.lrs, g.mus, g.h, RULES)  # cells cut along both boundaries
+    view.regions = draw_ratio_regions(ax, view.grids, cells)
     both = view.regions == REGIONS.index("both")
     vmax, view.ratio_extend = ratio_limit(view.ratio[both])  # 2x, 4x or 8x: whichever holds the 98th percentile
-    view.meshes["ratio"] = ax.pcolormesh(
-        g.lr_e,
-        g.mu_e,
-        np.ma.masked_where(~both, view.ratio),
-        cmap=ratio_cmap(vmax),
-        norm=Normalize(-vmax, vmax),
-        gid="phase:ratio",
-    )
+    shown, norm = np.ma.masked_where(~both[src], view.ratio[src]), Normalize(-vmax, vmax)
+    mesh: dict[str, Any] = dict(cmap=ratio_cmap(vmax), norm=norm, rasterized=True)  # pixels in SVG and PDF
+    view.meshes["ratio"] = ax.pcolormesh(lr_e, mu_e, shown, **mesh, gid="phase:ratio")
     if g.h is not None:
         for key, nesterov in RULES.items():
             view.ratio_boundaries[key] = _boundary(ax, key, nesterov, g, f"ratio-boundary:{key}")
@@ -278,10 +264,7 @@ def plot_phase(
                 f"mark must be (learning_rate, momentum) inside the grid: lr in {lr_e[0]:.3g}..{lr_e[-1]:.3g}, "
                 f"momentum in {mu_e[0]:.3g}..{mu_e[-1]:.3g}. Received: {mark!r}."
             )
-    grids = {
-        key: phase_grid(surface, lrs, mus, steps, tol, nesterov, start, progress=progress)
-        for key, nesterov in RULES.items()
-    }
+    grids = {k: phase_grid(surface, lrs, mus, steps, tol, nz, start, progress=progress) for k, nz in RULES.items()}
     fig = new_figure(SHOWS[show] if figsize is None else figsize, dpi)
     label = getattr(surface, "label", type(surface).__name__)
     m, n = grids["momentum"], grids["nesterov"]
@@ -307,10 +290,8 @@ def plot_phase(
     add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None, axes.get("ratio"))
     for sub, handles, gid in ((top, view.step_handles, "legend:maps"), (bottom, view.ratio_handles, "legend:ratio")):
         if handles:  # show="steps" has no ratio entries, show="ratio" no step ones
-            legend = sub.legend(
-                handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=PHASE_LEGEND_SIZE
-            )
-            legend.set_gid(gid)
+            look: dict[str, Any] = dict(loc="outside lower center", ncol=2, frameon=False, fontsize=PHASE_LEGEND_SIZE)
+            sub.legend(handles=handles, **look).set_gid(gid)
     return fig
 
 

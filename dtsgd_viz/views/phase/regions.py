@@ -88,35 +88,29 @@ def diverged_handle(label: str) -> Line2D:
     return Line2D([], [], color=DIVERGED_FACE, lw=7.0, solid_capstyle="butt", **mark, label=label, gid="diverged-key")
 
 
-def draw_ratio_regions(ax: Axes, grids: Mapping[str, PhaseGrid], lr_e: np.ndarray, mu_e: np.ndarray) -> np.ndarray:
-    """The ratio map's neutral cells, hatched or x-marked; returns each cell's index into ``REGIONS``."""
+def draw_ratio_regions(ax: Axes, grids: Mapping[str, PhaseGrid], cells: tuple) -> np.ndarray:
+    """The ratio map's neutral cells, hatched or x-marked, on ``cells = (lr_edges, mu_edges, runs shown)`` (as
+    ``side_cells`` gives them); returns each run's index into ``REGIONS``."""
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Rectangle
 
     m, n = grids["momentum"], grids["nesterov"]
     regions = ratio_regions(m.steps, m.diverged, n.steps, n.diverged)
+    lr_e, mu_e, src = cells
+    shown = regions[src]
     faces = ListedColormap(["white"] + [REGION_FACES[r] for r in REGIONS[1:]])
-    neutral = np.ma.masked_equal(regions, REGIONS.index("both"))
-    ax.pcolormesh(lr_e, mu_e, neutral, cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, gid="phase:regions", zorder=0.5)
+    neutral = np.ma.masked_equal(shown, REGIONS.index("both"))
+    look: dict[str, Any] = dict(cmap=faces, vmin=-0.5, vmax=len(REGIONS) - 0.5, rasterized=True)  # SVG: pixels
+    ax.pcolormesh(lr_e, mu_e, neutral, **look, gid="phase:regions", zorder=0.5)
+    hatched: dict[str, Any] = dict(facecolor="none", edgecolor="none", hatchcolor=style.HATCH_COLOR, linewidth=0)
     for region, hatch in style.HATCHES.items():
-        ii, jj = np.nonzero(regions == REGIONS.index(region))
-        if len(ii):
-            cells = [
-                Rectangle((lr_e[j], mu_e[i]), lr_e[j + 1] - lr_e[j], mu_e[i + 1] - mu_e[i]) for i, j in zip(ii, jj)
-            ]
-            ax.add_collection(
-                PatchCollection(
-                    cells,
-                    facecolor="none",
-                    edgecolor="none",
-                    hatch=hatch,
-                    hatchcolor=style.HATCH_COLOR,
-                    linewidth=0,
-                    gid=f"region:{region}",
-                    zorder=0.6,
-                )
-            )
+        boxes = []  # one rectangle per run of the region's cells along a row
+        for i, row in enumerate(shown == REGIONS.index(region)):
+            ends = np.flatnonzero(np.diff(np.r_[0, row.astype(int), 0])).reshape(-1, 2)
+            boxes += [Rectangle((lr_e[a], mu_e[i]), lr_e[b] - lr_e[a], mu_e[i + 1] - mu_e[i]) for a, b in ends]
+        if boxes:
+            ax.add_collection(PatchCollection(boxes, **hatched, hatch=hatch, gid=f"region:{region}", zorder=0.6))
     ii, jj = np.nonzero(regions == REGIONS.index("diverged"))
     ax.plot(np.asarray(m.learning_rates)[jj], np.asarray(m.momenta)[ii], **DIVERGED_MARK, gid="diverged:ratio")
     return regions
@@ -149,10 +143,8 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
         rate = style.ROLE_LOOKS["rate_level"]
         step.append(Line2D([], [], **rate.line(), path_effects=outline("0.15", 2.0), label=levels_text))
     if any(_in_view(line) for line in view.critical.values()):
-        critical = style.ROLE_LOOKS["critical"]
-        step.append(
-            Line2D([], [], **critical.line(), path_effects=outline("white", critical.lw + 2.0), label=critical_text)
-        )
+        crit = style.ROLE_LOOKS["critical"]
+        step.append(Line2D([], [], **crit.line(), path_effects=outline("white", crit.lw + 2.0), label=critical_text))
     ratio: list[Artist] = []
     if view.regions is not None:
         both = view.regions == REGIONS.index("both")
@@ -162,9 +154,6 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
             ratio.append(Patch(fc=style.TIE_FACE, ec="0.55", label=f"a tie: counts within {TIE_WITHIN:.0%}"))
         # "neither" and "diverged" look as the step maps' cap and x marks: named there when drawn
         shared = ("neither", "diverged") if keys else ()
-        ratio += [
-            region_patch(r, steps) for r in REGIONS[1:] if r not in shared and (view.regions == REGIONS.index(r)).any()
-        ]
-    if keys:
-        return boundaries + step, ratio
-    return step, boundaries + ratio
+        drawn = [r for r in REGIONS[1:] if r not in shared and (view.regions == REGIONS.index(r)).any()]
+        ratio += [region_patch(r, steps) for r in drawn]
+    return (boundaries + step, ratio) if keys else (step, boundaries + ratio)

@@ -65,6 +65,11 @@ function render({ model, el: root }) {
       el("path", { d: `M${cx - r},${cy - r}L${cx + r},${cy + r}M${cx - r},${cy + r}L${cx + r},${cy - r}`, stroke: "white", "stroke-width": 1.1, "pointer-events": "none" }, cells);
     }
   }
+  for (const [l0, l1, m0, m1, k] of d.cuts) {  // where a boundary cuts a cell: the nearest run on each side
+    const x0 = X(l0), x1 = X(l1), y0 = Y(m1), y1 = Y(m0), region = d.region_order[regions[k]];
+    el("rect", { x: x0, y: y0, width: x1 - x0 + 0.3, height: y1 - y0 + 0.3, fill: d.colors[k], "data-shows": `${k % nLr},${Math.floor(k / nLr)}` }, cells);
+    if (d.hatches[region]) el("rect", { x: x0, y: y0, width: x1 - x0, height: y1 - y0, fill: `url(#${uid}-h-${region})`, "pointer-events": "none" }, cells);
+  }
   const bounds = el("g", { "clip-path": `url(#${uid}-map)`, "pointer-events": "none" }, svg);
   for (const r of rules) {
     const b = d.boundaries[r], bl = arr(b.lr).values, bm = arr(b.mu).values;
@@ -250,7 +255,7 @@ function render({ model, el: root }) {
 
   // ---- interaction: hover and click a cell, drag the start
   cells.addEventListener("mousemove", (ev) => {
-    const c = ev.target.getAttribute && ev.target.getAttribute("data-cell");
+    const c = ev.target.getAttribute && (ev.target.getAttribute("data-cell") || ev.target.getAttribute("data-shows"));
     if (!c) return tip.hide();
     const [j, i] = c.split(",").map(Number), k = i * nLr + j;
     const region = d.region_order[regions[k]];
@@ -268,7 +273,7 @@ function render({ model, el: root }) {
   });
   cells.addEventListener("mouseleave", () => tip.hide());
   cells.addEventListener("click", (ev) => {
-    const c = ev.target.getAttribute && ev.target.getAttribute("data-cell");
+    const c = ev.target.getAttribute && (ev.target.getAttribute("data-cell") || ev.target.getAttribute("data-shows"));
     if (!c) return;
     pick = c.split(",").map(Number);
     redraw();
