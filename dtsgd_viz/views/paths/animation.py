@@ -87,7 +87,7 @@ def animate(
     n = min(len(r) for r in scene.recordings.values())
     steps = np.asarray(next(iter(scene.recordings.values())).steps[:n])
     frame_list = _frames(frames, steps)
-    arrows = _arrows_drawable(scene, frame_list)
+    arrows = all(upd.why_no_arrows(r, i) is None for r in scene.recordings.values() for i in frame_list)
     found = {i: findings_of(scene, upto=int(steps[i])) for i in frame_list}
     heads = {i: f.headline() for i, f in found.items()}
     fig, ax_path, ax_loss, zooms = _figure(scene, arrows and zoom, heads)
@@ -270,7 +270,3 @@ def with_palette(frame: Image.Image, palette: Image.Image | None = None) -> Imag
     if frame.mode != "RGB":
         return frame
     return frame.quantize(palette=palette or _palette_image(frame), dither=Image.Dither.NONE)
-
-
-def _arrows_drawable(scene: PathScene, frame_list: Iterable[int]) -> bool:
-    return all(upd.why_no_arrows(r, i) is None for r in scene.recordings.values() for i in frame_list)

@@ -37,7 +37,7 @@ def spread(positions: ArrayLike, gap: float, lo: float = 0.0, hi: float = 1.0) -
         merged = False
         out = []
         for g in groups:
-            if out and _top(out[-1], gap) + gap > _bottom(g, gap) + 1e-12:
+            if out and _bottom(out[-1], gap) + gap * len(out[-1]) > _bottom(g, gap) + 1e-12:  # the last's top + gap
                 out[-1] = out[-1] + g
                 merged = True
             else:
@@ -59,10 +59,6 @@ def spread(positions: ArrayLike, gap: float, lo: float = 0.0, hi: float = 1.0) -
 
 def _bottom(group: list[float], gap: float) -> float:
     return float(np.mean(group)) - gap * (len(group) - 1) / 2
-
-
-def _top(group: list[float], gap: float) -> float:
-    return _bottom(group, gap) + gap * (len(group) - 1)
 
 
 def text_size(text: str, fontsize: float = style.TICK_SIZE) -> tuple[float, float]:
