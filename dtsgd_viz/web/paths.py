@@ -159,6 +159,20 @@ def close_key() -> list[dict[str, Any]]:
     return out
 
 
+def window_means(ks: np.ndarray, loss: np.ndarray, windows: list[list[int]]) -> list[float | None]:
+    """The mean loss over each ``[a, b]`` of ``windows`` (k from a to b), as ``findings(..., upto=b).tail_loss``
+    takes it; None where one is not finite. Linear in the run: cumulative sums, not a mean per window."""
+    ks, loss = np.asarray(ks, np.int64), np.asarray(loss, np.float64)
+    bad = np.concatenate([[0], np.cumsum(~np.isfinite(loss))])
+    total = np.concatenate([[0.0], np.cumsum(np.where(np.isfinite(loss), loss, 0.0))])
+    out: list[float | None] = []
+    for a, b in windows:
+        i, j = int(np.searchsorted(ks, a)), int(np.searchsorted(ks, b, side="right"))
+        ok = j > i and bad[j] == bad[i]
+        out.append(float((total[j] - total[i]) / (j - i)) if ok else None)
+    return out
+
+
 def zoom_boxes(
     positions: list[np.ndarray],
     chains: list[np.ndarray],
@@ -236,6 +250,7 @@ def path_state(
     n = min(len(r) for r in scene.recordings.values())
     steps = np.asarray(next(iter(scene.recordings.values())).steps[:n], np.int64)
     kept = encode.kept_indices(n, max_points)
+    windows = [[int(steps[i - tail_length(int(i) + 1) + 1]), int(steps[i])] for i in kept]
     picked = None if step is None else geo.check_step(step, {k: steps for k in names})
     start = 0 if picked is None else geo.step_index(steps, picked)
     start = int(np.argmin(np.abs(kept - start)))
@@ -298,7 +313,8 @@ def path_state(
         "frame_index": [int(k) for k in kept],
         "marked_k": [int(k) + 1 for k in kept],  # the loss panel's k at each slider position: update n at k = n
         # the k whose mean loss findings(..., upto=n) compares (its window: the last tail_length(n))
-        "mean_window": [[int(steps[i - tail_length(int(i) + 1) + 1]), int(steps[i])] for i in kept],
+        "mean_window": windows,
+        "mean_loss": {key: window_means(*scene.losses[key][:2], windows) for key in names},  # the bars over it
         "zoom": encode.array(zoom),
         "zoom_factor": encode.array(factors),
         "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N

@@ -326,6 +326,15 @@ def test_update_n_is_marked_at_k_n_with_the_loss_after_it_as_findings_says(recs,
         found = dtsgd_viz.findings(recs, SURFACE, upto=n)
         assert found.window[1] == state["marked_k"][n - 1] == n
         assert tuple(state["mean_window"][n - 1]) == found.window  # the band the browser shades
+        for key in state["names"]:  # and each run's bar over it: the mean the headline compares
+            assert state["mean_loss"][key][n - 1] == pytest.approx(found.tail_loss[key], rel=1e-12)
+
+
+def test_a_window_holding_a_non_finite_loss_has_no_mean():
+    from dtsgd_viz.web.paths import window_means
+
+    ks, loss = np.arange(6), np.array([4.0, 2.0, np.nan, 1.0, 3.0, 5.0])
+    assert window_means(ks, loss, [[0, 1], [1, 3], [3, 5], [5, 5]]) == [3.0, None, 3.0, 5.0]
 
 
 @pytest.mark.slow

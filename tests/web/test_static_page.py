@@ -11,6 +11,7 @@ from helpers.browser import browser, browser_test  # noqa: F401
 from helpers.builders import tutorial_03_runs
 from helpers.web_page import open_saved, saved_page
 
+import dtsgd_viz
 from dtsgd_viz import web
 
 pytestmark = pytest.mark.slow
@@ -284,6 +285,13 @@ def test_the_loss_panel_rings_the_update_shown_and_term_names_have_a_halo(page, 
     assert labels
     for t in labels:
         assert t.get_attribute("paint-order") == "stroke" and t.get_attribute("stroke") == "white"
+    found = dtsgd_viz.findings(recs, surface, upto=20)  # each run's mean over the band, as a bar in its colour
+    band = json.loads(page.locator("rect.dv-mean-band").get_attribute("data-window"))
+    assert tuple(band) == found.window
+    for name in recs:
+        bar = page.locator(f"line.dv-mean[data-run={name}]")
+        assert float(bar.get_attribute("data-mean")) == pytest.approx(found.tail_loss[name], rel=1e-9)
+        assert bar.get_attribute("stroke") == colors[name] and bar.get_attribute("y1") == bar.get_attribute("y2")
 
 
 @browser_test

@@ -172,6 +172,12 @@ function render({ model, el: root }) {
   // the pale band of the updates whose mean loss the headline compares (findings' window), under the lines
   const band = el("rect", { y: LOSS.y, height: LOSS.h, fill: "#8c8c8c", opacity: 0.12, class: "dv-mean-band" });
   lg.insertBefore(band, lg.querySelector("polyline.dv-loss-line"));
+  // each run's mean over the band, as the still's bars: white-outlined, in the run's colour, under the rings
+  const means = {};
+  for (const name of names) {
+    const halo = el("line", { stroke: "white", "stroke-width": 4.4, class: "dv-mean-halo", "data-run": name }, lg);
+    means[name] = [halo, el("line", { stroke: look.runs[name].color, "stroke-width": 2.4, class: "dv-mean", "data-run": name }, lg)];
+  }
   // the update shown: a ring at the loss after it, in the look every still rings it (style.ROLE_LOOKS["current"])
   for (const name of names) {
     const ring = look.roles.current;
@@ -378,6 +384,14 @@ function render({ model, el: root }) {
       const [a, b] = d.mean_window[i], half = a === b ? 0.5 : 0;
       band.setAttribute("x", lx(a - half)); band.setAttribute("width", Math.max(1, lx(b + half) - lx(a - half)));
       band.setAttribute("data-window", JSON.stringify([a, b]));
+      for (const name of names) {  // each run's mean over it, a bar in its colour (the still's mean_look)
+        const m = (d.mean_loss || {})[name]?.[i], on = ly && m != null && m > 0;
+        for (const bar of means[name]) {
+          bar.setAttribute("x1", lx(a - half)); bar.setAttribute("x2", lx(b + half));
+          bar.setAttribute("y1", on ? ly(m) : -99); bar.setAttribute("y2", on ? ly(m) : -99);
+        }
+        means[name][1].setAttribute("data-mean", on ? m : "");
+      }
     }
     closeUp(i);
     bars(i);
