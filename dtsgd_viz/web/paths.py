@@ -155,7 +155,7 @@ def close_key() -> list[dict[str, Any]]:
         if mark == "trail":  # as pale as the browser draws it (FAINT_TINT), wider: it reads as a sample
             color = panel.tint(style.SUBTITLE_COLOR, FAINT_TINT)
         width = m.get("lw", 0.0) * style.DPI / 72.0
-        out.append({"mark": mark, "text": words, "color": mcolors.to_hex(color), "width": round(width, 3)})
+        out.append({"mark": mark, "text": words, "color": mcolors.to_hex(color or "black"), "width": round(width, 3)})
     return out
 
 

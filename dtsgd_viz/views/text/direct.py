@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -128,7 +128,7 @@ def label_ends(
             fontweight="bold",
             clip_on=False,
             gid=f"{gid_prefix}{text}",
-            **(style.chip(color) if color is not None else {"color": "black"}),
+            **(style.chip(color) if color is not None else PLAIN),
         )
         for text, x, _, color in keep
     ]
@@ -138,6 +138,7 @@ def label_ends(
     return out
 
 
+PLAIN: dict[str, Any] = {"color": "black"}  # a name with no colour of its own: no chip
 OUTSIDE_PAD = 0.012  # names written ``outside`` start this far right of the right spine, in x spans
 
 
