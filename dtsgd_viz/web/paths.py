@@ -25,7 +25,7 @@ from ..views.compare.geometry import tail_length
 from ..views.core import style
 from ..views.core.log_ticks import log_tick_texts
 from ..views.paths import geometry as geo
-from ..views.paths.loss import LOSS_XLABEL
+from ..views.paths.loss import LOSS_XLABEL, MEAN_LABEL
 from ..views.paths.scene import build_scene
 from ..views.update import geometry as upd
 from ..views.update import panel
@@ -315,6 +315,7 @@ def path_state(
         # the k whose mean loss findings(..., upto=n) compares (its window: the last tail_length(n))
         "mean_window": windows,
         "mean_loss": {key: window_means(*scene.losses[key][:2], windows) for key in names},  # the bars over it
+        "mean_label": MEAN_LABEL,  # their key's words, as the stills' legends say them
         "zoom": encode.array(zoom),
         "zoom_factor": encode.array(factors),
         "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N

@@ -13,6 +13,7 @@ from helpers.web_page import open_saved, saved_page
 
 import dtsgd_viz
 from dtsgd_viz import web
+from dtsgd_viz.views.paths.loss import MEAN_LABEL
 
 pytestmark = pytest.mark.slow
 
@@ -286,6 +287,7 @@ def test_the_loss_panel_rings_the_update_shown_and_term_names_have_a_halo(page, 
     for t in labels:
         assert t.get_attribute("paint-order") == "stroke" and t.get_attribute("stroke") == "white"
     found = dtsgd_viz.findings(recs, surface, upto=20)  # each run's mean over the band, as a bar in its colour
+    assert page.locator("text.dv-mean-key").text_content() == MEAN_LABEL  # named as the stills name it
     band = json.loads(page.locator("rect.dv-mean-band").get_attribute("data-window"))
     assert tuple(band) == found.window
     for name in recs:
