@@ -109,7 +109,7 @@ function render({ model, el: root }) {
     el("path", { d: markerPath("star", look.roles.minimum.size * 0.6), transform: `translate(${kx},${ky})`, fill: look.minimum_face, stroke: "black", "stroke-width": 0.8 }, svg);
     text(svg, kx + 13, ky + 4, "minimum", { "font-size": fs.tick }); kx += 92;
     el("circle", { cx: kx, cy: ky, r: cur0.size / 2, fill: "none", stroke: "#555", "stroke-width": cur0.width }, svg);
-    text(svg, kx + 12, ky + 4, "after the update shown", { "font-size": fs.tick }); kx += 160;
+    text(svg, kx + 12, ky + 4, "after the update shown", { "font-size": fs.tick }); kx += 178;
     names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 7, y1: ky, y2: ky, stroke: look.runs[name].color, "stroke-width": 2.4 }, svg));
     text(svg, kx + 9 * names.length + 3, ky + 4, d.mean_label, { "font-size": fs.tick, class: "dv-mean-key" });  // the bars over the band
   }
