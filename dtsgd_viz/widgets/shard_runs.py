@@ -15,7 +15,7 @@ from ..views.core import style
 from ..views.core.figure import fit, headline
 from ..views.shards.findings import subject_text
 from ..views.shards.geometry import as_image, axis_labels, run_limit, symmetric_limit, update_index
-from ..views.shards.lines import log_y
+from ..views.shards.lines import STEP_LINE_COLOR, STEP_LINE_WIDTH, log_y
 from ..views.shards.plot import TensorPanel
 
 if TYPE_CHECKING:
@@ -133,6 +133,8 @@ class RunsShardsView:
             )
             self.lines.append(line)
             self.markers.append(marker)
+        # the update shown, as the shards' norm panels mark it: a thin grey line under the rings (they may coincide)
+        self.step_line = self.norm_ax.axvline(0, color=STEP_LINE_COLOR, lw=STEP_LINE_WIDTH, zorder=1.5, gid="step-line")
         log_y(self.norm_ax)  # the one log tick format, at least three labels (views.shards.lines)
         self.norm_ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
         self.norm_ax.set_ylabel(f"‖{kind}‖", fontsize=style.LABEL_SIZE)  # the title names the tensor
@@ -182,6 +184,7 @@ class RunsShardsView:
         for run, marker in zip(self.names, self.markers):
             y = self._positive(self.norms[run][self.index : self.index + 1])
             marker.set_data([self.updates[self.index]], y)
+        self.step_line.set_xdata([self.updates[self.index]] * 2)
 
     def title(self) -> str:
         """The figure's title: ``gaps_text`` at the shown update."""

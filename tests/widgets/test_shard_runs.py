@@ -47,6 +47,7 @@ def test_each_run_at_the_slider_update_on_one_scale(runs):
             v = r.global_values("w", "velocity")[update - 1].astype(np.float64)
             assert marker.get_xdata()[0] == update
             assert marker.get_ydata()[0] == pytest.approx(np.linalg.norm(v), rel=1e-5)
+        assert list(view.step_line.get_xdata()) == [update, update]  # seen where the rings coincide
     ex.fixed.value = False  # the scale of this update, still shared
     now = max(np.abs(r.global_values("w", "velocity")[8]).max() for r in runs.values())
     assert {h.get_clim() for h in view.heatmaps} == {(-now, now)}
