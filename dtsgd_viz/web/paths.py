@@ -25,6 +25,7 @@ from ..views.compare.geometry import tail_length
 from ..views.core import style
 from ..views.core.log_ticks import log_tick_texts
 from ..views.paths import geometry as geo
+from ..views.paths.frames import REST_LABEL
 from ..views.paths.loss import LOSS_XLABEL, MEAN_LABEL
 from ..views.paths.scene import build_scene
 from ..views.update import geometry as upd
@@ -256,7 +257,6 @@ def path_state(
     start = int(np.argmin(np.abs(kept - start)))
     arrows = all(upd.why_no_arrows(r) is None for r in scene.recordings.values())  # kinds and every update
     runs, positions, chains, nexts, iterates = {}, [], [], [], []
-    faint_ls = {k: look.ls for k, look in style.run_looks(names).items()}
     loss_lo, loss_hi = np.inf, 0.0
     for key in names:
         rec, coords = scene.recordings[key], scene.coords[key]
@@ -279,7 +279,7 @@ def path_state(
         color = scene.colors[key]
         run["tint"] = mcolors.to_hex(panel.tint(color, style.REMAINDER_TINT))
         # the path so far under a close-up's arrows: thin and paler than the gradient's arrow (panel.TINT)
-        run["faint"] = look_data(style.Look(panel.tint(color, FAINT_TINT), faint_ls[key], FAINT_LW))
+        run["faint"] = look_data(style.Look(panel.tint(color, FAINT_TINT), "-", FAINT_LW))  # solid, as its key
         if arrows:
             terms, uvs, lengths, its = _terms(rec, scene.name, scene.plane, coords, kept)
             iterates.append(its)
@@ -316,6 +316,7 @@ def path_state(
         "mean_window": windows,
         "mean_loss": {key: window_means(*scene.losses[key][:2], windows) for key in names},  # the bars over it
         "mean_label": MEAN_LABEL,  # their key's words, as the stills' legends say them
+        "rest_label": REST_LABEL,  # the pale paths after the update shown, as the explorer still names them
         "zoom": encode.array(zoom),
         "zoom_factor": encode.array(factors),
         "zoom_text": [span_text(f) if np.isfinite(f) else "" for f in factors],  # the caption's 1/N

@@ -20,7 +20,7 @@ from ..views.core import style
 from ..views.core.figure import fit, headline, new_figure
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
-from ..views.paths.frames import SQUARE_PATHS_SIZE, PathArtists, draw_scene, legend_handles
+from ..views.paths.frames import REST_LABEL, SQUARE_PATHS_SIZE, PathArtists, draw_scene, legend_handles
 from ..views.paths.loss import mark_window, mean_handle, mean_look
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
@@ -186,9 +186,6 @@ def explorer_view(
         gid="caption",
     )
     return view
-
-
-REST_LABEL = "later updates"  # the handle: each run's pale line, as drawn
 
 
 def rest_handle(art: PathArtists, looks: Mapping[str, style.Look]) -> tuple:

@@ -1,5 +1,5 @@
-"""The close-ups' arrows are drawn tip to tail, except one turning back along the one before (over
-``panel.FOLD``), which ``panel.beside_folds`` moves beside it: across that arrow, never along it."""
+"""The close-ups' arrows are drawn tip to tail, except one lying along the one before (``panel.lies_along``:
+turning back over 120° or on under 15°), which ``panel.beside_folds`` moves beside it: across it, never along."""
 
 import numpy as np
 
@@ -7,10 +7,10 @@ from dtsgd_viz.views.update import panel
 
 
 def assert_tail(tail, tip, before, uv):
-    """``tail`` is ``tip`` (where the last arrow ended, unmoved) or, for ``uv`` folding back on ``before``,
+    """``tail`` is ``tip`` (where the last arrow ended, unmoved) or, for ``uv`` lying along ``before``,
     ``tip`` moved across ``before`` only. Returns the shift."""
     shift = np.asarray(tail, np.float64) - np.asarray(tip, np.float64)
-    if before is not None and float(before @ uv) < panel.FOLD * np.hypot(*before) * np.hypot(*uv):
+    if before is not None and panel.lies_along(before, uv):
         assert abs(float(shift @ before)) < 1e-9 * np.hypot(*before)  # across, not along
     else:
         np.testing.assert_allclose(shift, 0.0, atol=1e-12)

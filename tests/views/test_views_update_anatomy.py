@@ -286,9 +286,10 @@ def test_each_arrow_is_named_once_beside_the_middle_of_its_shaft_and_no_text_cla
         for key in runs:
             ax = panel_of(fig, key)
             assert clashes(ax) == [], (step, key)
-            arrows = {gid.split(":")[1]: q for gid, q in by_gid(fig, "zoom-arrow:").items() if gid.startswith(key)}
-            # an update too small at the shared zoom is named in its inset (same data coordinates)
+            # an update too small at the shared zoom is named in its inset (same data coordinates), beside its arrows
             named = ax.child_axes[0] if ax.child_axes else ax
+            gids = {q.get_gid() or "": q for q in named.collections}
+            arrows = {g.split(":")[2]: q for g, q in gids.items() if g.startswith(f"zoom-arrow:{key}:")}
             assert clashes(named) == [], (step, key)
             names = {t.get_gid().split(":")[2]: t for t in named.texts if (t.get_gid() or "").startswith("zoom-label:")}
             assert not (named is not ax and any((t.get_gid() or "").startswith("zoom-label:") for t in ax.texts))

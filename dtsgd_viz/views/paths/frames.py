@@ -355,6 +355,7 @@ def row_legend(
     )
 
 
+REST_LABEL = "later updates"  # a legend's name of each run's pale line after the update shown
 STAR_HALO = 1.2  # points of white round the star: its edge reads over the contours
 
 

@@ -249,15 +249,24 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
 FOLD_GAP = 0.5  # points between a folded arrow and the head of the arrow it turns back along
 
 
+ALONG = np.cos(np.radians(15.0))  # ... and one turning less than 15° runs on along it
+
+
+def lies_along(u: np.ndarray, v: np.ndarray) -> bool:
+    """Whether ``v``, drawn from ``u``'s tip, turns back along it (``FOLD``) or runs on along it (``ALONG``)."""
+    nu, nv = float(np.hypot(*u)), float(np.hypot(*v))
+    cos = float(u @ v) / (nu * nv) if nu > 0 and nv > 0 and np.isfinite(nu * nv) else 0.0
+    return cos < FOLD or cos > ALONG
+
+
 def beside_folds(arrows: Sequence[DrawnArrow], span: float, per_point: float) -> list[DrawnArrow]:
-    """``arrows``, each turning back along the one before (``FOLD``) moved beside it to the side it turns to,
-    parallel, clear of that arrow's head (a panel ``span`` wide, ``per_point`` of it a point)."""
+    """``arrows``, each lying along the one before (``lies_along``) moved beside it to the side it turns to (the
+    names go to the other), parallel, clear of that arrow's head (a panel ``span`` wide, ``per_point`` a point)."""
     out = list(arrows)
     for i in range(1, len(out)):
         u, v = out[i - 1].uv, out[i].uv
-        nu, nv = float(np.hypot(*u)), float(np.hypot(*v))
-        if nu > 0 and nv > 0 and np.isfinite(nu * nv) and float(u @ v) < FOLD * nu * nv:
-            side = np.array([-u[1], u[0]]) / nu * (1.0 if float(u[0] * v[1] - u[1] * v[0]) >= 0 else -1.0)
+        if lies_along(u, v):
+            side = np.array([-u[1], u[0]]) / np.hypot(*u) * (1.0 if float(u[0] * v[1] - u[1] * v[0]) >= 0 else -1.0)
             half = 0.5 * HEAD_WIDTH * out[i - 1].width + 0.5 * out[i].width  # of the panel's width, as quiver's
             out[i] = dataclasses.replace(out[i], tail=out[i].tail + side * (half * span + FOLD_GAP * per_point))
     return out

@@ -110,8 +110,13 @@ function render({ model, el: root }) {
     text(svg, kx + 13, ky + 4, "minimum", { "font-size": fs.tick }); kx += 92;
     el("circle", { cx: kx, cy: ky, r: cur0.size / 2, fill: "none", stroke: "#555", "stroke-width": cur0.width }, svg);
     text(svg, kx + 12, ky + 4, "after the update shown", { "font-size": fs.tick }); kx += 178;
+    names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 7, y1: ky, y2: ky, ...lineStyle(look.roles.remainder, runs[name].tint) }, svg));
+    text(svg, kx + 9 * names.length + 3, ky + 4, d.rest_label, { "font-size": fs.tick, class: "dv-rest-key" });  // the pale paths after it
+  }
+  {  // under the loss panel, the key of its bars over the band
+    const kx = LOSS.x, ky = LOSS.y + LOSS.h + 52;
     names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 7, y1: ky, y2: ky, stroke: look.runs[name].color, "stroke-width": 2.4 }, svg));
-    text(svg, kx + 9 * names.length + 3, ky + 4, d.mean_label, { "font-size": fs.tick, class: "dv-mean-key" });  // the bars over the band
+    text(svg, kx + 9 * names.length + 3, ky + 4, d.mean_label, { "font-size": fs.tick, class: "dv-mean-key" });
   }
   const rem = {}, trail = {}, cur = {}, start = {};
   for (const name of names) {
@@ -220,9 +225,9 @@ function render({ model, el: root }) {
 
   // a term's name beside the middle of its arrow, 10 px out on the side away from (cx, cy): the other arrows;
   // in a white halo, over the lines it sits beside
-  function termLabel(cg, x1, y1, x2, y2, cx, cy, s, color, name, t, size, bounds) {
+  function termLabel(cg, x1, y1, x2, y2, cx, cy, s, color, name, t, size, bounds, always) {
     const len = Math.hypot(x2 - x1, y2 - y1), need = 0.56 * size * s.length + 12;
-    if (len < need) return;
+    if (len < need && !always) return;  // an inset names every arrow, as the still's
     let nx = -(y2 - y1) / len, ny = (x2 - x1) / len;
     if (nx * ((x1 + x2) / 2 - cx) + ny * ((y1 + y2) / 2 - cy) < 0) { nx = -nx; ny = -ny; }
     const mx = (x1 + x2) / 2 + 10 * nx, my = (y1 + y2) / 2 + 10 * ny;
@@ -279,7 +284,7 @@ function render({ model, el: root }) {
       el("line", { x1: f.x(x0), y1: f.y(y0), x2: f.x(px), y2: f.y(py), stroke: lk.color, "stroke-width": 1.1, opacity: 0.9, class: inset ? "dv-inset-step" : "dv-step", "data-run": name, "data-term": "step", "data-uv": JSON.stringify(u) }, cg);
     }
     const size = inset ? Math.max(9, 0.85 * fs.tick) : fs.tick;  // an inset's names smaller, as the still's
-    for (const [a, b, c, e, t] of labels) termLabel(cg, a, b, c, e, cx, cy, d.term_names[t], lk.color, name, t, size, bounds);
+    for (const [a, b, c, e, t] of labels) termLabel(cg, a, b, c, e, cx, cy, d.term_names[t], lk.color, name, t, size, bounds, inset);
   }
 
   function closeUp(i) {
