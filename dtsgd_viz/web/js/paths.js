@@ -262,14 +262,15 @@ function render({ model, el: root }) {
       r.terms.forEach((t, q) => { sx += r.uvs.at(i, q, 0); sy += r.uvs.at(i, q, 1); cx += f.x(sx); cy += f.y(sy); });
       cx /= r.terms.length + 1; cy /= r.terms.length + 1; }
     const labels = [];
-    let before = null;  // the last arrow on screen: one turning back along it (over 120°) is drawn just beside it
+    let before = null;  // the last arrow on screen: one lying along it (panel.lies_along) is drawn just beside it
     r.terms.forEach((t, q) => {
       const u = [r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)], qx = px + u[0], qy = py + u[1];
       const b = [f.x(qx) - f.x(px), f.y(qy) - f.y(py)], nb = Math.hypot(b[0], b[1]);
       let dx = 0, dy = 0;  // as the still's beside_folds: parallel, to the side it turns to, clear of the head
       if (before && nb > 0) {
         const na = Math.hypot(before[0], before[1]), cross = before[0] * b[1] - before[1] * b[0];
-        if (na > 0 && before[0] * b[0] + before[1] * b[1] < -0.5 * na * nb) {
+        const cos = na > 0 ? (before[0] * b[0] + before[1] * b[1]) / (na * nb) : 0;
+        if (cos < -0.5 || cos > 0.966) {  // turning back over 120°, or running on under 15° (panel.lies_along)
           const s = (cross >= 0 ? 1 : -1) * (inset ? 5 : 6.5) / na;
           dx = -before[1] * s; dy = before[0] * s;
         }
