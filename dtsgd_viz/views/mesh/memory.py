@@ -128,11 +128,6 @@ def plot_memory(plan: MemoryPlan, *, communication: bool | CommunicationPlan | C
     return fig
 
 
-def _width_pt(ax) -> float:
-    """About how wide ``ax`` is in points (its place before the layout settles)."""
-    return max(150.0, axes_size_inches(ax)[0] * 72 * 1.1)
-
-
 def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], prefix: str) -> None:
     """The stacked bars, one per device, in the unit of the tallest, and the device axis under them."""
     n, names = plan.mesh.num_devices, plan.mesh.short_device_names
@@ -156,7 +151,8 @@ def _bars(ax, plan: MemoryPlan, segments: Sequence[Segment], prefix: str) -> Non
     from ..shards.geometry import device_ticks
 
     numbers, head = device_ticks(names)
-    if n * max(map(len, names)) * TICK_SIZE * 0.62 <= 0.8 * _width_pt(ax):  # the names fit under the bars
+    wide = max(150.0, axes_size_inches(ax)[0] * 72 * 1.1)  # about the axes' points (before the layout settles)
+    if n * max(map(len, names)) * TICK_SIZE * 0.62 <= 0.8 * wide:  # the names fit under the bars
         ax.set_xticks(x, names, fontsize=TICK_SIZE)
         what = "devices in mesh order"
     else:  # numbers, every step-th device, at most 16 ticks

@@ -81,8 +81,7 @@ def run_styles(keys: Iterable[str]) -> dict[str, dict[str, Any]]:
 def tint(color: ColorType, amount: float = TINT) -> tuple[float, float, float]:
     from matplotlib.colors import to_rgb
 
-    rgb = np.asarray(to_rgb(color))
-    r, g, b = (float(x) for x in (1 - amount) * rgb + amount)
+    r, g, b = (float((1 - amount) * c + amount) for c in to_rgb(color))
     return r, g, b
 
 
@@ -141,13 +140,6 @@ def trail_segments(coords: np.ndarray, index: int, length: int = TRAIL) -> np.nd
     return np.stack([c[:-1], c[1:]], axis=1) if len(c) > 1 else np.zeros((0, 2, 2))
 
 
-def _clear(ax: Axes) -> None:
-    """Remove the previous update's artists, keeping the ticks (faster than ``ax.clear()``)."""
-    for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:
-        artist.remove()
-    ax.set_aspect("auto")
-
-
 def draw_update_panel(
     ax: Axes,
     scene: PathScene,
@@ -163,7 +155,9 @@ def draw_update_panel(
     from matplotlib.collections import LineCollection
     from matplotlib.ticker import MaxNLocator
 
-    _clear(ax)
+    for artist in [*ax.lines, *ax.collections, *ax.texts, *ax.patches]:  # the last update's, not the ticks
+        artist.remove()  # (faster than ``ax.clear()``)
+    ax.set_aspect("auto")
     if data.box is None:
         return
     ax.set_xlim(*data.box[0])
@@ -252,8 +246,7 @@ FOLD_GAP = 0.5  # points between a folded arrow and the head of the arrow it tur
 ALONG = np.cos(np.radians(15.0))  # ... and one turning less than 15° runs on along it
 
 
-def lies_along(u: np.ndarray, v: np.ndarray) -> bool:
-    """Whether ``v``, drawn from ``u``'s tip, turns back along it (``FOLD``) or runs on along it (``ALONG``)."""
+def lies_along(u: np.ndarray, v: np.ndarray) -> bool:  # ``v`` from ``u``'s tip turns back (FOLD) or runs on (ALONG)
     nu, nv = float(np.hypot(*u)), float(np.hypot(*v))
     cos = float(u @ v) / (nu * nv) if nu > 0 and nv > 0 and np.isfinite(nu * nv) else 0.0
     return cos < FOLD or cos > ALONG
