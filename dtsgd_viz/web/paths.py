@@ -300,6 +300,7 @@ def path_state(
     return {
         "kind": "paths",
         "names": names,
+        "draw_order": sorted(names, key=lambda k: style.run_looks(names)[k].zorder),  # each run's lines: widest under
         "rule_names": {k: geo.rule_name(k) for k in names},
         "look": look_table(names),
         "box": [list(map(float, scene.box[0])), list(map(float, scene.box[1]))],

@@ -575,3 +575,14 @@ def test_the_loss_axis_says_what_every_loss_axis_says(state):
     from dtsgd_viz.views.paths.loss import LOSS_XLABEL
 
     assert state["loss_xlabel"] == LOSS_XLABEL == "updates made (k)"
+
+
+def test_the_paths_are_drawn_widest_first_as_the_stills(state):
+    """Each run's lines in the stills' order (``style.run_looks``' zorder: the widest under), so the browser
+    hides no narrower path under a wider one: Nesterov's first, plain's last and on top."""
+    from dtsgd_viz.views.core import style
+
+    looks = style.run_looks(state["names"])
+    assert sorted(state["draw_order"]) == sorted(state["names"])
+    assert [looks[k].zorder for k in state["draw_order"]] == sorted(looks[k].zorder for k in state["names"])
+    assert state["draw_order"][-1] == "plain" and state["draw_order"][0] == "nesterov"

@@ -118,15 +118,15 @@ function render({ model, el: root }) {
     names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 7, y1: ky, y2: ky, stroke: look.runs[name].color, "stroke-width": 2.4 }, svg));
     text(svg, kx + 9 * names.length + 3, ky + 4, d.mean_label, { "font-size": fs.tick, class: "dv-mean-key" });
   }
-  const rem = {}, trail = {}, cur = {}, start = {};
-  for (const name of names) {
+  const rem = {}, trail = {}, cur = {}, start = {}, order = d.draw_order || names;
+  for (const name of order) {  // the widest under, as the stills draw them
     const r = runs[name], lk = look.runs[name];
     const xs = [], ys = [];
     for (let i = 0; i < r.path.shape[0]; i++) { xs.push(main.x(r.path.at(i, 0))); ys.push(main.y(r.path.at(i, 1))); }
     r.px = xs; r.py = ys;
     rem[name] = el("polyline", { points: points(xs, ys), ...lineStyle(look.roles.remainder, r.tint), "data-run": name, class: "dv-remainder" }, pg);
   }
-  for (const name of names) {
+  for (const name of order) {
     const lk = look.runs[name];
     trail[name] = el("polyline", { ...lineStyle(lk), "data-run": name, class: "dv-trail" }, pg);
   }
@@ -169,7 +169,7 @@ function render({ model, el: root }) {
   text(lg, LOSS.x + LOSS.w / 2, LOSS.y + LOSS.h + 32, d.loss_xlabel, { "font-size": fs.tick, "text-anchor": "middle", fill: "#333", class: "dv-loss-xlabel" });
   const dots = {};
   if (ly) {
-    for (const name of names) {
+    for (const name of order) {
       const r = runs[name];
       const xs = Array.from(r.lossK, lx), ys = Array.from(r.loss, (v) => (v > 0 ? ly(v) : NaN));
       el("polyline", { points: points(xs, ys), ...lineStyle(look.runs[name]), "data-run": name, class: "dv-loss-line" }, lg);
