@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+from helpers.arrows import assert_tail
 from PIL import Image
 
 from dtsgd_viz.cli import demo, report
@@ -199,10 +200,11 @@ def test_update_figure_takes_the_same_update_apart_up_close(made):
         (ax,) = [a for a in fig.axes if a.get_title() == rule_name(name)]
         arrows = [q for q in ax.collections if (q.get_gid() or "").startswith(f"zoom-arrow:{name}:")]
         assert len(arrows) == 2  # the momentum (or look-ahead) term, then the gradient
-        tip = path[step]
-        for q in arrows:  # tip to tail, ending on the recorded next point
-            np.testing.assert_allclose(np.asarray(q.get_offsets())[0], tip, atol=1e-6)
-            tip = tip + np.array([float(q.U[0]), float(q.V[0])])  # at its true length
+        tip, before = path[step], None
+        for q in arrows:  # tip to tail (or beside the arrow before, along it), ending on the recorded next point
+            uv = np.array([float(q.U[0]), float(q.V[0])])  # at its true length
+            assert_tail(np.asarray(q.get_offsets())[0], tip, before, uv, atol=1e-6)
+            tip, before = tip + uv, uv
         np.testing.assert_allclose(tip, path[step + 1], rtol=1e-5, atol=1e-6)
     with Image.open(os.path.join(result.directory, "update.png")) as im:
         _same_size(im, fig)
