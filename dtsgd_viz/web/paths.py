@@ -272,7 +272,6 @@ def path_state(
             "loss": encode.array(np.asarray(loss)[path_idx]),
             "position": encode.array(coords[kept]),
             "next": encode.array(coords[kept + 1]),
-            "loss_after": encode.array(np.asarray(loss)[kept + 1]),
             # the loss the panel marks at update n: after n updates, at the ring (as plot_paths)
             "loss_at": encode.array(np.asarray(loss)[kept + 1]),
         }
@@ -284,6 +283,9 @@ def path_state(
             terms, uvs, lengths, its = _terms(rec, scene.name, scene.plane, coords, kept)
             iterates.append(its)
             run.update(terms=terms, uvs=encode.array(uvs), lengths=encode.array(lengths))
+            # each term lying along the one before (panel.lies_along): drawn beside it, as the still's beside_folds
+            along = [[q > 0 and panel.lies_along(c[q - 1], c[q]) for q in range(len(c))] for c in np.asarray(uvs)]
+            run["beside"] = encode.array(np.asarray(along, bool).reshape(uvs.shape[:2]), "<i4")
             run["term_colors"] = {t: mcolors.to_hex(panel.term_color(t, color)) for t in terms}
             chains.append(uvs)
         else:
@@ -296,11 +298,12 @@ def path_state(
     if ticks and ticks[0] > 3.0 * loss_lo:  # the curve's bottom unlabelled: the decade under it ticked too
         ticks, labels = loss_ticks(10.0 ** np.floor(np.log10(loss_lo)), loss_hi)
     zoom, factors, insets, inset_texts = zoom_boxes(positions, chains, nexts, scene.box, iterates)
+    looks = style.run_looks(names)
     (ix, iy, iw, ih) = INSET_RECT
     return {
         "kind": "paths",
         "names": names,
-        "draw_order": sorted(names, key=lambda k: style.run_looks(names)[k].zorder),  # each run's lines: widest under
+        "draw_order": sorted(names, key=lambda k: looks[k].zorder),  # each run's lines: the widest under
         "rule_names": {k: geo.rule_name(k) for k in names},
         "look": look_table(names),
         "box": [list(map(float, scene.box[0])), list(map(float, scene.box[1]))],

@@ -140,7 +140,7 @@ def test_the_loss_after_k_updates_is_the_surface_at_the_path_points(recs, state)
         np.testing.assert_array_equal(r["loss_k"], np.arange(STEPS + 1))
         np.testing.assert_allclose(r["loss"], truth, rtol=1e-12, err_msg=key)
         # the dot on the loss panel at update u: the loss after it
-        np.testing.assert_allclose(r["loss_after"], truth[1:], rtol=1e-12, err_msg=key)
+        np.testing.assert_allclose(r["loss_at"], truth[1:], rtol=1e-12, err_msg=key)
         # the recorded loss is the one before each update: the same numbers, one earlier
         np.testing.assert_allclose(rec.loss, truth[:-1], rtol=1e-5, err_msg=key)
     allv = np.concatenate(everything)
@@ -270,7 +270,7 @@ def test_a_recording_of_the_parameter_alone_draws_the_path_without_arrows():
     p = path64(rec)
     np.testing.assert_array_equal(r["position"], p[:-1])
     np.testing.assert_array_equal(r["next"], p[1:])
-    np.testing.assert_allclose(r["loss_after"], [SURFACE.value_np(x) for x in p[1:]], rtol=1e-12)
+    np.testing.assert_allclose(r["loss_at"], [SURFACE.value_np(x) for x in p[1:]], rtol=1e-12)
     # the close-ups still frame the position and the next point
     zoom = decode(state["zoom"])
     assert zoom.shape == (STEPS, 1, 4) and np.all(np.isfinite(zoom))
@@ -421,7 +421,7 @@ def test_a_slider_of_seven_keeps_seven_updates_first_and_last_among_them(recs):
         r, p = run_arrays(state, key), path64(rec)
         np.testing.assert_array_equal(r["position"], p[kept])
         np.testing.assert_array_equal(r["next"], p[kept + 1])
-        np.testing.assert_allclose(r["loss_after"], [SURFACE.value_np(x) for x in p[kept + 1]], rtol=1e-12)
+        np.testing.assert_allclose(r["loss_at"], [SURFACE.value_np(x) for x in p[kept + 1]], rtol=1e-12)
         names, terms = truth_terms(rec)
         assert r["uvs"].shape == (7, len(names), 2) and r["lengths"].shape == (7, len(names) + 1)
         for q, term in enumerate(terms):
@@ -548,7 +548,7 @@ def test_the_widget_state_goes_as_binary_buffers_and_stays_small():
     saved = json.loads(json_part)
     _put_buffers(saved, buffer_paths, [base64.b64encode(bytes(b)).decode("ascii") for b in buffers])
     for key in w.data["names"]:
-        for field in ("position", "next", "uvs", "lengths", "loss_after"):
+        for field in ("position", "next", "uvs", "lengths", "loss_at"):
             want = decode(w.data["runs"][key][field])
             np.testing.assert_array_equal(decode(back["data"]["runs"][key][field]), want)
             np.testing.assert_array_equal(decode(saved["data"]["runs"][key][field]), want)
@@ -586,3 +586,20 @@ def test_the_paths_are_drawn_widest_first_as_the_stills(state):
     assert sorted(state["draw_order"]) == sorted(state["names"])
     assert [looks[k].zorder for k in state["draw_order"]] == sorted(looks[k].zorder for k in state["names"])
     assert state["draw_order"][-1] == "plain" and state["draw_order"][0] == "nesterov"
+
+
+def test_python_marks_the_terms_drawn_beside_the_one_before(state):
+    """Which arrows the browser moves beside the one before is ``panel.lies_along``, decided in Python (the still's
+    ``beside_folds`` rule); tutorial 03's runs have both cases: momentum's fold at update 5, Nesterov's run-on."""
+    from dtsgd_viz.views.update import panel
+
+    marked = 0
+    for key in state["names"]:
+        r = run_arrays(state, key)
+        uvs, beside = r["uvs"], r["beside"]
+        assert beside.shape == uvs.shape[:2] and not beside[:, 0].any()  # the first term starts the chain
+        for i in range(len(uvs)):
+            for q in range(1, uvs.shape[1]):
+                assert bool(beside[i, q]) == panel.lies_along(uvs[i, q - 1], uvs[i, q]), (key, i, q)
+        marked += int(beside.sum())
+    assert marked

@@ -17,9 +17,9 @@ function decodeRuns(d) {
     const r = d.runs[name];
     out[name] = {
       path: arr(r.path), pathIndex: arr(r.path_index).values, lossK: arr(r.loss_k).values, loss: arr(r.loss).values,
-      position: arr(r.position), next: arr(r.next), lossAfter: arr(r.loss_after).values,
-      lossAt: r.loss_at ? arr(r.loss_at).values : arr(r.loss_after).values,
+      position: arr(r.position), next: arr(r.next), lossAt: arr(r.loss_at).values,
       terms: r.terms || [], uvs: r.uvs ? arr(r.uvs) : null, lengths: r.lengths ? arr(r.lengths) : null,
+      beside: r.beside ? arr(r.beside) : null,
       termColors: r.term_colors || {}, tint: r.tint, faint: r.faint,
     };
   }
@@ -262,18 +262,15 @@ function render({ model, el: root }) {
       r.terms.forEach((t, q) => { sx += r.uvs.at(i, q, 0); sy += r.uvs.at(i, q, 1); cx += f.x(sx); cy += f.y(sy); });
       cx /= r.terms.length + 1; cy /= r.terms.length + 1; }
     const labels = [];
-    let before = null;  // the last arrow on screen: one lying along it (panel.lies_along) is drawn just beside it
+    let before = null;  // the last arrow on screen: one Python marks as lying along it is drawn just beside it
     r.terms.forEach((t, q) => {
       const u = [r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)], qx = px + u[0], qy = py + u[1];
-      const b = [f.x(qx) - f.x(px), f.y(qy) - f.y(py)], nb = Math.hypot(b[0], b[1]);
+      const b = [f.x(qx) - f.x(px), f.y(qy) - f.y(py)];
       let dx = 0, dy = 0;  // as the still's beside_folds: parallel, to the side it turns to, clear of the head
-      if (before && nb > 0) {
-        const na = Math.hypot(before[0], before[1]), cross = before[0] * b[1] - before[1] * b[0];
-        const cos = na > 0 ? (before[0] * b[0] + before[1] * b[1]) / (na * nb) : 0;
-        if (cos < -0.5 || cos > 0.966) {  // turning back over 120°, or running on under 15° (panel.lies_along)
-          const s = (cross >= 0 ? 1 : -1) * (inset ? 5 : 6.5) / na;
-          dx = -before[1] * s; dy = before[0] * s;
-        }
+      const na = before ? Math.hypot(before[0], before[1]) : 0;
+      if (na > 0 && r.beside && r.beside.at(i, q)) {  // panel.lies_along, computed in Python
+        const s = (before[0] * b[1] - before[1] * b[0] >= 0 ? 1 : -1) * (inset ? 5 : 6.5) / na;
+        dx = -before[1] * s; dy = before[0] * s;
       }
       const a = arrow(cg, f.x(px) + dx, f.y(py) + dy, f.x(qx) + dx, f.y(qy) + dy, r.termColors[t], inset ? 1.8 : 2.4, inset ? 7 : 9, { class: inset ? "dv-inset-arrow" : "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify(u) });
       if (a) { drawn += 1; labels.push([f.x(px) + dx, f.y(py) + dy, f.x(qx) + dx, f.y(qy) + dy, t]); before = b; }
