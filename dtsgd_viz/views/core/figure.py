@@ -105,8 +105,8 @@ def fit(text: str, width_points: float, fontsize: float, bold: bool = False) -> 
     wrap = lambda part, n: textwrap.wrap(part, n, break_long_words=False)  # noqa: E731
     out = []
     for part in text.split("\n"):  # as few lines as at ``per_line``, as even as they go (no word alone on the last)
-        n = per_line
-        while n > 8 and len(wrap(part, n - 1)) == len(wrap(part, per_line)):
+        n, lines = per_line, len(wrap(part, per_line))
+        while n > 8 and len(wrap(part, n - 1)) == lines:
             n -= 1
         out.append("\n".join(wrap(part, n)))
     return "\n".join(out)

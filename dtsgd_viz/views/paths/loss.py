@@ -116,14 +116,14 @@ def mean_handle(bars: Iterable[Mapping], label: str = MEAN_LABEL) -> MeanBars:
     return out
 
 
-def mark_window(art: PathArtists, found: PathFindings, bars: bool = True) -> list[Artist]:
-    """``mark_means`` on ``art.ax_loss`` over the headline's ``found.window``, with ``bars`` each ranked run's mean."""
+def mark_window(art: PathArtists, found: PathFindings) -> list[Artist]:
+    """``mark_means`` on ``art.ax_loss`` over the headline's ``found.window``, a bar at each ranked run's mean."""
     if art.ax_loss is None or not found.ranking:
         return []
     a, b = found.window
     half = 0.5 if a == b else 0.0
     colors = {k: art.loss_lines[k].get_color() if k in art.loss_lines else "0.3" for k in found.ranking}
-    means = {k: (found.tail_loss[k], colors[k]) for k in found.ranking} if bars else {}
+    means = {k: (found.tail_loss[k], colors[k]) for k in found.ranking}
     return mark_means(art.ax_loss, a - half, b + half, means)
 
 

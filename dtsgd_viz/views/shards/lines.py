@@ -13,7 +13,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from ..core import style
 from ..core.log_ticks import use_log_ticks
-from ..text.direct import OUTSIDE_PAD, axes_height_points, label_ends, leaders
+from ..text.direct import label_ends, lead_moved_ends
 from .findings import median_line, norm_change_text
 from .geometry import block_norm_lines, minmax_decimate, shard_norms
 from .tensor_panel import NONFINITE_COLOR
@@ -35,8 +35,6 @@ LINE_WIDTH = 1.6  # every block's line: one width (a wider line read as a block 
 ZERO_COLOR = "0.3"  # a norm of exactly 0: an open circle on the bottom spine
 ZERO_ROOM = 0.1  # that spine lowered by this fraction of the log span: no value tick at the zeros
 MAX_NAMED = 8  # up to this many blocks, each line named at its end; more: a band and a median
-LEADER_ROOM = 0.05  # of the x span: when some name had to move off its line's end, the names' column stands this
-# much further right, a leader from each moved name back to its end
 DOT_POINTS = 6.5  # the shown update's dots' width, points
 MARKER_UPDATES = 15  # up to this many updates, a small marker at each: where the data is
 LOG_X_SPAN = 300  # a run whose last update is this many times its first: a log update axis
@@ -212,7 +210,7 @@ class NormPanel:
         if n <= MAX_NAMED:
             entries = self._end_entries()
             self.end_labels = label_ends(ax, entries, fontsize=style.NOTE_SIZE + 0.5, outside=True, gid_prefix="end:")
-            self._lead()
+            self.leader_lines = lead_moved_ends(ax, self.end_labels, gid="end-leader")
         else:
             handles = [
                 Line2D([], [], color=MEDIAN_COLOR, lw=1.4, label=f"median of {n} blocks"),
@@ -226,20 +224,6 @@ class NormPanel:
             )
         if handles:
             self.legend = ax.legend(handles=handles, loc="best", fontsize=style.NOTE_SIZE, framealpha=0.85)
-
-    def _lead(self) -> None:  # leaders to the names ``move_ends`` moved off their lines' ends
-        ax, texts = self.ax, [t for t in self.end_labels or [] if t.get_visible()]
-        fracs = [float(getattr(t, "end_fraction")) for t in texts]  # noqa: B009  # move_ends' mark on its names
-        placed = [float(t.get_position()[1]) for t in texts]
-        shift = 0.3 * 1.15 * float(texts[0].get_fontsize()) / axes_height_points(ax) if texts else 0.0
-        if not any(abs(a - b) > shift for a, b in zip(fracs, placed)):
-            return
-        column = 1.0 + OUTSIDE_PAD + LEADER_ROOM  # axes fractions, so a log x axis places it alike
-        x = float(ax.transData.inverted().transform(ax.transAxes.transform((column, 0.0)))[0])
-        for text in texts:
-            text.set_x(x)
-        inks = [t.get_bbox_patch().get_facecolor()[:3] if t.get_bbox_patch() else t.get_color() for t in texts]
-        self.leader_lines = leaders(ax, fracs, placed, inks, x1=column - 0.008, min_shift=shift, gid="end-leader")
 
     def _end_entries(self) -> list[tuple[str, float, float, ColorType | None]]:  # (name, update, norm, chip colour)
         columns: list[tuple[str, np.ndarray, ColorType | None]] = [

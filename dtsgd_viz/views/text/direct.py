@@ -167,6 +167,26 @@ def move_ends(ax: Axes, texts: Sequence[Text], ends: Sequence[tuple[float, float
         texts[i].set_visible(True)
 
 
+LEADER_ROOM = 0.05  # of the x span: the names' column moves this further right when some moved off their ends
+
+
+def lead_moved_ends(ax: Axes, texts: Sequence[Text] | None, gid: str = "leader") -> list[Line2D]:
+    """Where ``move_ends`` moved some of ``label_ends(..., outside=True)``'s names off their ends, their column
+    ``LEADER_ROOM`` further right and a ``leaders`` line from each moved name to its end; returns the lines."""
+    shown = [t for t in texts or [] if t.get_visible()]
+    fracs = [float(getattr(t, "end_fraction")) for t in shown]  # noqa: B009  # move_ends' mark on its names
+    placed = [float(t.get_position()[1]) for t in shown]
+    shift = 0.3 * 1.15 * float(shown[0].get_fontsize()) / axes_height_points(ax) if shown else 0.0
+    if not any(abs(a - b) > shift for a, b in zip(fracs, placed)):
+        return []
+    column = 1.0 + OUTSIDE_PAD + LEADER_ROOM
+    x = float(ax.transData.inverted().transform(ax.transAxes.transform((column, 0.0)))[0])
+    for t in shown:
+        t.set_x(x)
+    inks = [(chip.get_facecolor()[:3] if (chip := t.get_bbox_patch()) else t.get_color()) for t in shown]
+    return leaders(ax, fracs, placed, inks, x1=column - 0.008, min_shift=shift, gid=gid)
+
+
 def leaders(
     ax: Axes,
     ends: Sequence[float | None],
