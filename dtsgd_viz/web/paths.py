@@ -20,18 +20,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib import colors as mcolors
+from matplotlib.ticker import MaxNLocator
 
 from ..views.compare.geometry import tail_length
 from ..views.core import style
 from ..views.core.log_ticks import log_tick_texts
 from ..views.paths import geometry as geo
-from ..views.paths.frames import REST_LABEL
+from ..views.paths.findings import findings_of
+from ..views.paths.frames import REST_LABEL, axis_names
 from ..views.paths.loss import LOSS_XLABEL, MEAN_LABEL
-from ..views.paths.scene import build_scene
+from ..views.paths.scene import build_scene, settings_line
 from ..views.update import geometry as upd
 from ..views.update import panel
 from ..views.update.plot import close_up_marks
 from ..views.update.zoom import INSET_RECT, inset_text, shared_factor, shared_zoom, span_text
+from ..widgets.explorer_figure import LATER_VEIL
 from . import encode
 from .look import look_data, look_table
 from .widget import BrowserWidget
@@ -146,17 +149,21 @@ def _terms(
     return names, uvs, lengths, iterates
 
 
-def close_key() -> list[dict[str, Any]]:
+def close_key(colors: list | None = None) -> list[dict[str, Any]]:
     """The key of the close-ups' marks as the still's key draws and names them
     (``views.update.plot.close_up_marks``; the path so far as pale as the browser draws it):
-    ``[{"mark": "before" | "after" | "step" | "trail", "text", "color", "width"}]`` (a line's width, pixels)."""
+    ``[{"mark": "before" | "after" | "step" | "trail", "text", "color", "width"}]`` (a line's width, pixels);
+    the step's ``"colors"``: ``colors``, each run's, drawn end to end."""
     out = []
     for (words, m), mark in zip(close_up_marks().items(), ("before", "after", "step", "trail")):
         color = m.get("mec", m.get("color"))
+        if mark == "step" and colors:
+            m = dict(m, colors=[mcolors.to_hex(c) for c in colors])
         if mark == "trail":  # as pale as the browser draws it (FAINT_TINT), wider: it reads as a sample
             color = panel.tint(style.SUBTITLE_COLOR, FAINT_TINT)
         width = m.get("lw", 0.0) * style.DPI / 72.0
         out.append({"mark": mark, "text": words, "color": mcolors.to_hex(color or "black"), "width": round(width, 3)})
+        out[-1].update({"colors": m["colors"]} if "colors" in m else {})
     return out
 
 
@@ -238,7 +245,8 @@ def path_state(
     the ring is), the loss after it (``loss_at``, marked at ``marked_k`` = n as
     ``plot_paths`` and ``findings`` mark it, the headline's ``mean_window`` shaded), the
     terms (projected and their full-space lengths); the close-up boxes per update on one
-    shared zoom (``zoom_boxes``), that zoom as the still's caption says it
+    shared zoom (``zoom_boxes``), the headline at each (``headlines``, as
+    ``findings(..., upto=n).headline()``) over the settings line, that zoom as the still's caption says it
     (``zoom_text``), the insets of the updates too small at it with their 1/N (``inset``,
     ``inset_text``, placed at ``inset_rect`` as ``zoom.draw_inset`` places them) and the
     key of the close-ups' marks (``close_key``).
@@ -303,12 +311,21 @@ def path_state(
     return {
         "kind": "paths",
         "names": names,
+        # over the panels, as the still's title: findings(..., upto=n).headline() at each update n, then the settings
+        "headlines": [findings_of(scene, upto=int(steps[i]), paths=False).headline() for i in kept],
+        "settings": settings_line(scene),
         "draw_order": sorted(names, key=lambda k: looks[k].zorder),  # each run's lines: the widest under
         "rule_names": {k: geo.rule_name(k) for k in names},
         "look": look_table(names),
         "box": [list(map(float, scene.box[0])), list(map(float, scene.box[1]))],
         "contours": contour_png(scene.grid, scene.levels, scene.box, contour_px),
         "minima": encode.array(scene.minima),
+        # the paths panel's ticks (MaxNLocator's, clear of the box's corners) and axes' names, as the still's
+        "box_ticks": [
+            [float(t) for t in MaxNLocator(5).tick_values(a, b) if abs(2 * t - a - b) < 0.9 * (b - a)]
+            for a, b in scene.box
+        ],
+        "axis_names": list(axis_names(scene)),
         "updates": encode.array(steps[kept], "<i4"),
         "last_update": int(steps[-1]),
         "n_updates": int(n),
@@ -320,6 +337,7 @@ def path_state(
         "mean_window": windows,
         "mean_loss": {key: window_means(*scene.losses[key][:2], windows) for key in names},  # the bars over it
         "mean_label": MEAN_LABEL,  # their key's words, as the stills' legends say them
+        "later_veil": LATER_VEIL,  # the white over the loss after the update shown, as the still's
         "rest_label": REST_LABEL,  # the pale paths after the update shown, as the explorer still names them
         "zoom": encode.array(zoom),
         "zoom_factor": encode.array(factors),
@@ -331,7 +349,7 @@ def path_state(
         "inset": encode.array(insets),
         "inset_text": inset_texts,
         "inset_rect": [ix, 1.0 - iy - ih, iw, ih],
-        "close_key": close_key(),
+        "close_key": close_key([scene.colors[k] for k in names]),
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
         "loss_ticks": ticks,
         "loss_labels": labels,

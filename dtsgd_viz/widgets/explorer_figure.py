@@ -25,7 +25,7 @@ from ..views.paths.loss import mark_window, mean_handle, mean_look
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
-from ..views.update.plot import close_up_marks
+from ..views.update.plot import close_up_marks, key_handle
 from ..views.update.zoom import draw_inset, shared_zoom, zoom_caption
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ CLOSE_UP_CAPTION = "Below: update {k}, {zoom}"  # one line; {zoom}: ``views.upda
 CAPTION_SIZE = style.TICK_SIZE  # the caption's type: over style.NOTE_SIZE, the smallest allowed
 TRAIL_KEEP = 2  # the path's segments a close-up keeps before the update (older ones crowd it)
 BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the legend
+LATER_VEIL = 0.6  # the white over the loss after the update shown: its lines as pale as the paths after it
 
 
 def update_finding(scene: PathScene, index: int) -> str:
@@ -146,10 +147,8 @@ def explorer_view(
         handles.append(mean_handle([mean_look(looks[k].color or "black") for k in scene.coords]))
         labels.append(handles[-1].get_label())
     if close and art.arrows:  # the close-ups' own marks (their ring is the update's, named above)
-        from matplotlib.lines import Line2D
-
-        for label, mark in close_up_marks(after=None, trail=False).items():
-            handles.append(Line2D([0, 1], [0, 0], **mark))
+        for label, mark in close_up_marks(None, True, [scene.colors[k] for k in scene.coords]).items():
+            handles.append(key_handle(mark))
             labels.append(label)
     from matplotlib.legend_handler import HandlerTuple
 
@@ -158,7 +157,7 @@ def explorer_view(
     art.legend = fig.legend(
         handles=[handles[i] for i in order],
         labels=[labels[i] for i in order],
-        handler_map={tuple: HandlerTuple(ndivide=None, pad=0.3)},
+        handler_map={tuple: HandlerTuple(ndivide=None, pad=0.0)},  # each run's line end to end
         loc="outside lower center",
         ncols=ncols,
         fontsize=style.NOTE_SIZE,
@@ -202,13 +201,19 @@ def rest_handle(art: PathArtists, looks: Mapping[str, style.Look]) -> tuple:
 def mark_mean(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
     """The loss panel's pale band over the updates whose mean loss the headline at
     ``update`` compares (``findings_of(scene, upto=update).window``, ``loss.mark_window``)
-    and each run's mean over it as a bar, those of the update shown before removed. Returns the artists drawn."""
+    and each run's mean over it as a bar, those of the update shown before removed; the loss after it faded, as
+    the paths after it are (``loss-later``: a white veil over the lines, under the marks). Returns the artists drawn."""
     if art.ax_loss is None:
         return []
     for a in [*art.ax_loss.patches, *art.ax_loss.lines, *art.ax_loss.texts]:
-        if (a.get_gid() or "").startswith(("loss-window", "loss-mean:")):
+        if (a.get_gid() or "").startswith(("loss-window", "loss-mean:", "loss-later")):
             a.remove()
-    return mark_window(art, findings_of(scene, upto=int(update), paths=False))
+    found = findings_of(scene, upto=int(update), paths=False)
+    lim = art.ax_loss.get_xlim()  # kept: the veil is not data to autoscale to
+    veil = art.ax_loss.axvspan(found.window[1], lim[1], color="white", alpha=LATER_VEIL, lw=0)
+    art.ax_loss.set_xlim(lim)
+    veil.set(zorder=style.ROLE_LOOKS["update_line"].zorder - 0.1, gid="loss-later")
+    return [veil, *mark_window(art, found)]
 
 
 def move_loss_dots(art: PathArtists, dots: Mapping[str, tuple[float, float]]) -> None:

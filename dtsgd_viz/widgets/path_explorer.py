@@ -351,7 +351,7 @@ class PathExplorer(FigureWidget):
             *([art.caption] if art.caption else []),
             *headline_parts(self.figure, art),
         ]
-        band = ("loss-window", "loss-mean:")  # the mean band: replaced at each move, in self._window
+        band = ("loss-window", "loss-mean:", "loss-later")  # the mean band and veil: replaced at each move, in _window
         self._still_moving = [a for a in moving + stacked_over(moving) if not (a.get_gid() or "").startswith(band)]
         self._window: list = []  # the mean band of the update shown (mark_mean), redrawn each move
         self._animated = False

@@ -307,11 +307,13 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # of the paths' width), with its terms as arrows at their true length. A run too small to read
 # at that zoom (here plain and Nesterov) is drawn again, closer, in an inset that names its
 # arrows and says its own 1/N, as the still (what a page without scripts shows) draws it; a
-# dotted box marks what the inset enlarges. A key under the close-ups names their marks.
+# dotted box, and a dotted leader from it to the inset, mark what the inset enlarges. A key under
+# the close-ups names their marks (the step in each run's colour, as drawn).
 # Update 20 is marked as
 # in `plot_paths`: each ring is where its run is after update 20, and the loss panel's
 # dashed line and rings sit at k = 20, the loss after it, with the pale band over the
-# updates whose mean the headline compares. In the browser, bars beside the close-ups give
+# updates whose mean the headline compares; the loss after update 20 is faded, as the paths
+# after it are. In the browser, bars beside the close-ups give
 # the lengths of μ·v, −lr·g and of the whole step, each with its number. At update 20
 # momentum's step is several times Nesterov's.
 #
@@ -319,12 +321,14 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # without a kernel too: on the documentation site, the slider, Play, hover (a point of a
 # path: the loss after that many updates) and clicks (jump to the update whose ring is there) all respond.
 # `explorer.update` reads the update the slider shows, and setting it moves the slider.
-# The headline line printed above it is `findings(..., upto=20)`: over which updates up to
-# update 20 the mean loss is compared, whose is lowest, and by how much.
+# Its headline, over the settings, is `findings(..., upto=n).headline()` at the update n the
+# slider shows: over which updates up to n the mean loss is compared, whose is lowest, and by
+# how much. The lines printed above it are its bars' numbers at update 20,
+# `findings(..., step=20).update_lines()`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(dtsgd_viz.findings(recordings, surface, upto=20).headline())
+print("\n".join(dtsgd_viz.findings(recordings, surface, step=20).update_lines()))
 explorer = dtsgd_viz.web.PathExplorer(recordings, surface, step=20)
 explorer
 

@@ -247,7 +247,7 @@ def test_plot_update_states_the_findings(t03):
             cos = total[top] @ total[other] / (np.linalg.norm(total[top]) * np.linalg.norm(total[other]))
             assert abs(np.degrees(np.arccos(cos)) - int(m[6])) < 5
     # the lengths chart gives each term's true length, as findings and numpy have it
-    short = {"momentum": "|μ·v|", "lookahead": "|μ·v|", "gradient": "|lr·g|"}
+    short = {"momentum": "|μ·v|", "lookahead": "|μ·v|", "gradient": "|−lr·g|"}
     said = {t.get_gid(): t.get_text() for t in fig.axes[-1].texts}
     printed = str(f)
     seen = 0

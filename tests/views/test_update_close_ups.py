@@ -113,6 +113,22 @@ def test_label_spots_face_away_from_each_other_across_the_corner():
         assert float(s1 @ (inside - a1)) < 0 and float(s2 @ (inside - a2)) < 0
 
 
+def test_a_term_lying_along_the_one_before_is_named_on_the_side_it_is_moved_to():
+    u = np.array([1.0, 0.0])
+    for v in ([0.2, 0.01], [-0.3, 0.02], [0.2, -0.01], [-0.3, -0.02], [0.5, 0.5]):  # on, back, each way; a turn
+        v = np.asarray(v)
+        drawn = panel.fit_arrows([("momentum", (0, 0), u), ("gradient", u, v)], 2.0)
+        first, second = panel.beside_folds(drawn, 2.0, 0.01)
+        moved = second.tail - u  # beside_folds' shift: across the first arrow, or none at a real turn
+        assert np.hypot(*moved) > 0 if panel.lies_along(u, v) else np.hypot(*moved) == 0
+        (_, s1), (anchor, side) = panel.label_spots([(a.term, a.tail, a.uv) for a in (first, second)])
+        np.testing.assert_allclose(anchor, second.tail + v / 2)
+        if panel.lies_along(u, v):  # its name off the other's shaft and head: on the side it was moved to
+            assert float(moved @ side) > 0, v
+        else:  # at a real (left) turn both names outside it, as before
+            assert float(s1 @ [0.0, 1.0]) < 0 and float(side @ [1.0, -1.0]) > 0
+
+
 def test_fit_arrows_keeps_the_true_vectors_and_thins_a_fold_back():
     chain = [
         ("momentum", np.zeros(2), np.array([1.0, 0.0])),

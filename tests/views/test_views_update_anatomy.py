@@ -81,7 +81,7 @@ def test_the_arrows_add_up_to_the_recorded_update_tip_to_tail(runs, update):
 def test_one_zoom_for_every_panel_said_once_and_an_inset_only_for_an_update_too_small(runs):
     import re
 
-    from dtsgd_viz.views.update.zoom import INSET_BELOW
+    from dtsgd_viz.views.update.zoom import INSET_BELOW, INSET_RECT
 
     paths = dtsgd_viz.plot_paths(runs, ROTATED, step=5).axes[0]
     main = max(np.ptp(paths.get_xlim()), np.ptp(paths.get_ylim()))
@@ -117,6 +117,16 @@ def test_one_zoom_for_every_panel_said_once_and_an_inset_only_for_an_update_too_
             assert said not in caption  # said once, in the inset
             box = next(p for p in ax.patches if p.get_gid() == f"inset-box:{key}")  # where it is, on the panel
             np.testing.assert_allclose([box.get_x(), box.get_y()], [inset.get_xlim()[0], inset.get_ylim()[0]])
+            # the update and its box in the lower left, clear of the inset; a dotted leader from it to the inset
+            fig.draw_without_rendering()
+            on_panel = ax.transAxes.inverted().transform(ax.transData.transform(np.array(drawn)))
+            assert on_panel.max() < INSET_RECT[0] and on_panel.min() > 0, (key, on_panel)
+            (leader,) = [ln for ln in ax.lines if ln.get_gid() == f"inset-leader:{key}"]
+            ends = ax.transData.transform(leader.get_xydata())
+            x1, y1 = box.get_x() + box.get_width(), box.get_y() + box.get_height()
+            np.testing.assert_allclose(ends[0], ax.transData.transform((x1, y1)), atol=1e-6)  # the box's corner
+            np.testing.assert_allclose(ends[1], inset.get_window_extent().p0, atol=1.0)  # the inset's
+            assert leader.get_linestyle() == box.get_linestyle() == ":"
 
 
 @pytest.mark.slow
@@ -133,7 +143,7 @@ def test_the_lengths_chart_draws_each_term_as_recorded_and_as_findings_prints_it
         g = rec.global_values("w", "grad")[i].astype(np.float64)
         v_prev = rec.global_values("w", "velocity")[i - 1].astype(np.float64)
         v_new = mu * v_prev - lr * g
-        want = {"|lr·g|": lr * np.linalg.norm(g), "|step|": np.linalg.norm(path[i + 1] - path[i])}
+        want = {"|−lr·g|": lr * np.linalg.norm(g), "|step|": np.linalg.norm(path[i + 1] - path[i])}
         if mu:
             want["|μ·v|"] = mu * np.linalg.norm(v_new if nest else v_prev)
         assert {gid.split(":")[2] for gid in bars if gid.split(":")[1] == key} == set(want)

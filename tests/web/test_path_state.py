@@ -328,6 +328,8 @@ def test_update_n_is_marked_at_k_n_with_the_loss_after_it_as_findings_says(recs,
         assert tuple(state["mean_window"][n - 1]) == found.window  # the band the browser shades
         for key in state["names"]:  # and each run's bar over it: the mean the headline compares
             assert state["mean_loss"][key][n - 1] == pytest.approx(found.tail_loss[key], rel=1e-12)
+        assert state["headlines"][n - 1] == found.headline()  # the words over the panels say it
+    assert state["settings"].startswith(SURFACE.label + " · lr ")  # the settings line under it, as the still's
 
 
 def test_a_window_holding_a_non_finite_loss_has_no_mean():
@@ -399,6 +401,9 @@ def test_the_close_ups_key_says_the_stills_words():
     assert [k["text"] for k in key] == list(close_up_marks())
     assert [k["mark"] for k in key] == ["before", "after", "step", "trail"]
     assert all(mcolors.to_rgb(k["color"]) for k in key)
+    # the step, drawn in each run's colour, is keyed in them, not in a grey that reads as plain's line
+    step = close_key(["#0072B2", (0.8, 0.4, 0.0)])[2]
+    assert step["colors"] == ["#0072b2", "#cc6600"] and "colors" not in key[2]
 
 
 # ---- the slider's decimation and the update picked ----------------------------------

@@ -14,6 +14,7 @@ from helpers.web_page import open_saved, saved_page
 import dtsgd_viz
 from dtsgd_viz import web
 from dtsgd_viz.views.paths.loss import MEAN_LABEL
+from dtsgd_viz.widgets.explorer_figure import LATER_VEIL
 
 pytestmark = pytest.mark.slow
 
@@ -216,13 +217,19 @@ def test_a_close_up_too_small_at_the_shared_zoom_is_drawn_again_in_an_inset(page
         main = [json.loads(a.get_attribute("data-uv")) for a in close.locator("line.dv-arrow").all()]
         again = [json.loads(a.get_attribute("data-uv")) for a in inset.locator("line.dv-inset-arrow").all()]
         np.testing.assert_allclose(again, main, rtol=1e-12)  # the same terms, closer
-        # its box inside its close-up, in the upper right corner (the update at the centre stays clear)
+        # its box inside its close-up, in the upper right corner (the update in the lower left stays clear)
         rect, panel_rect = json.loads(inset.get_attribute("data-rect")), json.loads(close.get_attribute("data-rect"))
         assert (
-            rect["x"] > panel_rect["x"] + panel_rect["w"] / 2
+            rect["x"] > panel_rect["x"] + panel_rect["w"] / 3
             and rect["x"] + rect["w"] <= panel_rect["x"] + panel_rect["w"]
         )
-        assert rect["y"] >= panel_rect["y"] and rect["y"] + rect["h"] < panel_rect["y"] + panel_rect["h"] / 2
+        assert rect["y"] >= panel_rect["y"] and rect["y"] + rect["h"] < panel_rect["y"] + panel_rect["h"] * 2 / 3
+        box = close.locator("rect.dv-inset-box")
+        bx, by = float(box.get_attribute("x")), float(box.get_attribute("y"))
+        assert bx + float(box.get_attribute("width")) < rect["x"] and by > rect["y"] + rect["h"]  # clear of it
+        leader = close.locator("line.dv-inset-leader")  # from the box's upper right to the inset's lower left
+        ends = [float(leader.get_attribute(a)) for a in ("x1", "y1", "x2", "y2")]
+        np.testing.assert_allclose(ends, [bx + float(box.get_attribute("width")), by, rect["x"], rect["y"] + rect["h"]])
     assert page.locator("text.dv-close-small").count() == 0  # no "too small" words: the inset shows it
 
 
@@ -279,7 +286,7 @@ def test_the_loss_panel_rings_the_update_shown_and_term_names_have_a_halo(page, 
     _slide(page, 19)
     for name in recs:
         dot = page.locator(f"circle.dv-loss-dot[data-run={name}]")
-        assert dot.get_attribute("fill") == "white" and dot.get_attribute("stroke") == colors[name]
+        assert dot.get_attribute("fill") == "none" and dot.get_attribute("stroke") == colors[name]  # open, as stills
         assert float(dot.get_attribute("r")) == pytest.approx(ring["size"] / 2)
         assert float(dot.get_attribute("stroke-width")) == pytest.approx(ring["width"])
     labels = page.locator("text.dv-term-label").all()
@@ -294,6 +301,13 @@ def test_the_loss_panel_rings_the_update_shown_and_term_names_have_a_halo(page, 
         bar = page.locator(f"line.dv-mean[data-run={name}]")
         assert float(bar.get_attribute("data-mean")) == pytest.approx(found.tail_loss[name], rel=1e-9)
         assert bar.get_attribute("stroke") == colors[name] and bar.get_attribute("y1") == bar.get_attribute("y2")
+    # the loss after update 20 under a white veil from the update line on, as the paths after it are pale
+    veil, line = page.locator("rect.dv-loss-later"), page.locator("line.dv-update-line")
+    assert float(veil.get_attribute("x")) == pytest.approx(float(line.get_attribute("x1")))
+    assert float(veil.get_attribute("opacity")) == LATER_VEIL and float(veil.get_attribute("width")) > 0
+    # over it all the headline at update 20, as findings says it, over the settings line
+    assert page.locator(".dv-headline").text_content() == found.headline()
+    assert page.locator(".dv-settings").text_content().startswith(surface.label + " · lr ")
 
 
 @browser_test

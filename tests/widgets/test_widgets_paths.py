@@ -734,8 +734,8 @@ def test_path_explorer_names_the_runs_and_marks_in_one_legend_under_the_figure(r
     # the pale later updates (each run's rest line under its path) named once, the means' bars, and the
     # close-ups' own marks where they are drawn
     want = [*(rule_name(k) for k in recs), "start", "minimum", "after the update shown", "later updates"]
-    want += ["each run's mean, shaded k"] + (
-        ["before the update: g taken here", "step (the arrows' sum)"] if zoom else []
+    want += ["mean over the shaded k"] + (
+        ["before the update: g taken here", "step (the arrows' sum)", "path so far"] if zoom else []
     )
     assert texts == want
     assert sorted(pe.view.artists.rests) == sorted(recs)
@@ -743,6 +743,9 @@ def test_path_explorer_names_the_runs_and_marks_in_one_legend_under_the_figure(r
     for key in recs:
         look, handle = style.RULE_LOOKS[key], handles[rule_name(key)]
         assert (handle.get_color(), handle.get_linewidth()) == (look.color, look.lw)  # pyright: ignore[reportOptionalMemberAccess, reportAttributeAccessIssue]
+    if zoom:  # the step keyed in the runs' colours end to end, as drawn (its first: the first run's), not in grey
+        step = handles["step (the arrows' sum)"]
+        assert step.get_color() == style.RULE_LOOKS[next(iter(recs))].color  # pyright: ignore[reportOptionalMemberAccess, reportAttributeAccessIssue]
     assert not [t.get_text() for t in ax.texts if t.get_visible() and t.get_text()]
     box = legend.get_window_extent(renderer)
     assert pe.figure.bbox.contains(box.x0, box.y0) and pe.figure.bbox.contains(box.x1, box.y1)

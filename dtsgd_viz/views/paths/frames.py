@@ -217,18 +217,20 @@ def follow_update(scene: PathScene, art: PathArtists, update: int) -> list[Artis
     return changed
 
 
+def axis_names(scene: PathScene) -> tuple[str, str]:
+    """The paths panel's axes: the parameters, or the plane's principal directions (with their shares)."""
+    if scene.plane.is_identity:
+        return f"{scene.name}[0]", f"{scene.name}[1]"
+    e1, e2 = scene.plane.explained or (np.nan, np.nan)  # a principal plane's
+    return f"principal direction 1 of {scene.name} ({e1:.0%})", f"principal direction 2 ({e2:.0%})"
+
+
 def _frame_path_axes(scene: PathScene, ax_path: Axes) -> None:
-    """Limits and axis labels: the parameters, or the plane's principal directions."""
+    """Limits and axis labels (``axis_names``)."""
     ax_path.set_xlim(*scene.box[0])
     ax_path.set_ylim(*scene.box[1])
-    if scene.plane.is_identity:
-        ax_path.set_xlabel(f"{scene.name}[0]", fontsize=style.LABEL_SIZE)
-        ax_path.set_ylabel(f"{scene.name}[1]", fontsize=style.LABEL_SIZE)
-    else:
-        assert scene.plane.explained is not None  # a principal plane's
-        e1, e2 = scene.plane.explained
-        ax_path.set_xlabel(f"principal direction 1 of {scene.name} ({e1:.0%})", fontsize=style.LABEL_SIZE)
-        ax_path.set_ylabel(f"principal direction 2 ({e2:.0%})", fontsize=style.LABEL_SIZE)
+    ax_path.set_xlabel(axis_names(scene)[0], fontsize=style.LABEL_SIZE)
+    ax_path.set_ylabel(axis_names(scene)[1], fontsize=style.LABEL_SIZE)
     ax_path.set_aspect("equal", adjustable="box")  # a plane's distances and angles as they are
     ax_path.tick_params(labelsize=style.TICK_SIZE)
 
@@ -300,25 +302,10 @@ def _draw_step(
         if not arrows:
             continue
         for term, tail, uv in upd.arrow_chain(upd.decompose_update(rec, scene.name, i), scene.plane):
-            art.arrows[(key, term)] = ax.quiver(
-                [tail[0]],
-                [tail[1]],
-                [uv[0]],
-                [uv[1]],
-                angles="xy",
-                scale_units="xy",
-                scale=1.0,
-                color=panel.term_color(term, look.color),
-                width=0.008,
-                headwidth=3.2,
-                headlength=3.8,
-                headaxislength=3.4,
-                edgecolor=look.color,
-                minlength=0,
-                linewidth=0.6,
-                zorder=7,
-                gid=f"arrow:{key}:{term}",
-            )
+            face = panel.term_color(term, look.color)
+            q = ax.quiver(tail[:1], tail[1:], uv[:1], uv[1:], color=face, edgecolor=look.color, **PATH_ARROW)
+            art.arrows[(key, term)] = q
+            q.set_gid(f"arrow:{key}:{term}")
     follow_update(scene, art, update)
 
 
@@ -355,6 +342,11 @@ def row_legend(
     )
 
 
+# an update's terms on the paths, at their true length (quiver's keywords)
+PATH_ARROW: dict[str, Any] = dict(
+    angles="xy", scale_units="xy", scale=1.0, width=0.008, minlength=0, linewidth=0.6, zorder=7
+)
+PATH_ARROW |= dict(headwidth=3.2, headlength=3.8, headaxislength=3.4)
 REST_LABEL = "later updates"  # a legend's name of each run's pale line after the update shown
 STAR_HALO = 1.2  # points of white round the star: its edge reads over the contours
 

@@ -82,7 +82,7 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
 
 
 WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
-MEAN_LABEL = "each run's mean, shaded k"  # the legend's name of the mean bars
+MEAN_LABEL = "mean over the shaded k"  # the legend's name of the mean bars
 MEAN_LW = 2.4  # a mean bar's width, in a white outline this much wider
 MEAN_OUTLINE = 2.0
 

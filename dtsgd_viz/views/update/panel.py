@@ -207,25 +207,13 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
     span = float(np.ptp(data.box[0]))
     true = fit_arrows(data.chain, span)
     arrows = beside_folds(true, span, span / (ax.bbox.width * 72.0 / ax.figure.dpi))
-    for i, a in enumerate(arrows):
-        ax.quiver(
-            [a.tail[0]],
-            [a.tail[1]],
-            [a.uv[0]],
-            [a.uv[1]],
-            angles="xy",
-            scale_units="xy",
-            scale=1.0,
-            color=term_color(a.term, color),
-            width=a.width,
-            headwidth=HEAD_WIDTH,
-            headlength=HEAD_LENGTH,
-            headaxislength=HEAD_AXIS,
-            edgecolor=color,
-            linewidth=1.0,
-            zorder=ARROW_Z + 0.1 * i,
-            gid=f"zoom-arrow:{data.key}:{a.term}",
-        )
+    heads: dict[str, Any] = dict(
+        angles="xy", scale_units="xy", scale=1.0, headwidth=HEAD_WIDTH, headlength=HEAD_LENGTH, headaxislength=HEAD_AXIS
+    )
+    for i, a in enumerate(arrows):  # at their true length, each over the one before
+        face, z = term_color(a.term, color), ARROW_Z + 0.1 * i
+        q = ax.quiver(a.tail[:1], a.tail[1:], a.uv[:1], a.uv[1:], color=face, width=a.width, edgecolor=color, **heads)
+        q.set(linewidth=1.0, zorder=z, gid=f"zoom-arrow:{data.key}:{a.term}")
     if not arrows:
         return arrows
     tip = true[-1].tail + true[-1].uv  # the point reached, whether or not the last arrow is drawn beside a fold
@@ -235,7 +223,7 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
     if len(arrows) > 1:  # a plain line: the arrows' heads already say which way it goes
         outline = [patheffects.withStroke(linewidth=2.8, foreground="white")]
         (x0, y0), (x1, y1) = data.position, tip
-        ax.plot([x0, x1], [y0, y1], color=color, lw=1.1, path_effects=outline, zorder=ARROW_Z + 0.05)
+        ax.plot([x0, x1], [y0, y1], color=color, lw=1.1, path_effects=outline, zorder=NEXT_Z - 0.05)  # under the arrows
         ax.lines[-1].set_gid(f"zoom-step:{data.key}")
     return arrows
 
@@ -269,7 +257,8 @@ LABEL_GAP = 4.0  # points between an arrow's shaft and its name
 
 
 def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``[(anchor, side)]`` per arrow: its name beside its shaft's middle, outside the chain's turn.
+    """``[(anchor, side)]`` per arrow: its name beside its shaft's middle, outside the chain's turn (one lying along
+    the one before, ``lies_along``, on the side ``beside_folds`` moves it to: off the other's shaft and head).
 
     >>> spots = label_spots([("m", (0, 0), (1.0, 0.0)), ("g", (1, 0), (0.0, 1.0))])   # a left turn
     >>> [(a.tolist(), s.round(3).tolist()) for a, s in spots]
@@ -279,13 +268,17 @@ def label_spots(chain: Sequence[tuple[str, ArrayLike, ArrayLike]]) -> list[tuple
     nonzero = [v for v in vecs if np.all(np.isfinite(v)) and np.hypot(*v) > 0]
     turn = sum(float(u[0] * v[1] - u[1] * v[0]) for u, v in zip(nonzero, nonzero[1:]))
     out = []
-    for (_, tail, _), v in zip(chain, vecs):
+    for i, ((_, tail, _), v) in enumerate(zip(chain, vecs)):
         tail = np.asarray(tail, np.float64)
         n = float(np.hypot(*v)) if np.all(np.isfinite(v)) else 0.0
         if n == 0:
             out.append((tail, np.array([0.0, 1.0])))
             continue
         left = np.array([-v[1], v[0]]) / n
+        if i and lies_along(u := vecs[i - 1], v):
+            left = left * (1.0 if float(left @ [-u[1], u[0]]) * float(u[0] * v[1] - u[1] * v[0]) >= 0 else -1.0)
+            out.append((tail + v / 2, left))
+            continue
         out.append((tail + v / 2, -left if turn > 0 else left))
     return out
 
@@ -299,10 +292,11 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
     px = ax.bbox.width * 72.0 / ax.figure.dpi  # points per panel width: quiver's width unit
     for i, (a, (anchor, side)) in enumerate(zip(arrows, label_spots([(a.term, a.tail, a.uv) for a in arrows]))):
         zero = not float(np.hypot(*a.uv)) > 0
+        moved = i > 0 and not zero and lies_along(arrows[i - 1].uv, a.uv)  # drawn beside the one before (beside_folds)
         d = to_pt(anchor + side * 1e-3 * span) - to_pt(anchor)  # the side as seen, in points
         d = d / (float(np.hypot(*d)) or 1.0)
-        # beside its shaft and the head of the arrow before, which its tail starts under
-        half = max(0.5 * a.width, 0.5 * HEAD_WIDTH * arrows[i - 1].width if i else 0.0) * px
+        # beside its shaft and (unless moved off it) the head of the arrow before, which its tail starts under
+        half = max(0.5 * a.width, 0.5 * HEAD_WIDTH * arrows[i - 1].width if i and not moved else 0.0) * px
         off = (half + LABEL_GAP) if not zero else RING_MS / 2 + 2.0
         ax.annotate(
             upd.TERM_SHORT[a.term] + (" = 0" if zero else ""),

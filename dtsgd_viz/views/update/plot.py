@@ -4,7 +4,7 @@ doctest draws it too)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -105,7 +105,7 @@ def plot_update(
             draw_inset(ax, scene, own[key], shared[key], styles[key], labels=True)
     chart = fig.add_subplot(grid[1, :])
     draw_lengths(chart, bars, scene.colors)
-    _key(chart)
+    _key(chart, list(scene.colors.values()))
     caption = UPDATE_CAPTION.format(k=update, zoom=zoom_caption(scene.box, shared, not scene.plane.is_identity))
     fig.supxlabel(caption, fontsize=style.NOTE_SIZE, color="0.3")
     fig.draw_without_rendering()  # the layout, once: the arrows' names are then kept inside their panels
@@ -114,28 +114,37 @@ def plot_update(
     return fig
 
 
-def close_up_marks(after: str | None = "after it", trail: bool = True) -> dict[str, dict]:
-    """``{name: Line2D keywords}``: the close-ups' marks in grey, as a key names them (``after``: the ring's)."""
+def close_up_marks(after: str | None = "after it", trail: bool = True, colors: Sequence = ()) -> dict[str, Any]:
+    """``{name: Line2D keywords}``: the close-ups' marks in grey, as a key names them (``after``: the ring's), the
+    step in each of ``colors`` as drawn (a list of keywords; ``key_handle`` draws them side by side)."""
     grey, ring = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"].marker
     marks = {
         "before the update: g taken here": dict(ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey),
         after: dict(ls="none", marker=ring, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3)),
-        "step (the arrows' sum)": dict(ls="-", lw=1.1, color=grey),
+        "step (the arrows' sum)": [dict(ls="-", lw=1.1, color=c) for c in colors] or dict(ls="-", lw=1.1, color=grey),
         "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
     }
     keep = {k: dict(m, mew=1.4) if "marker" in m else m for k, m in marks.items() if k}
     return keep if trail else {k: m for k, m in keep.items() if k != "path so far"}
 
 
-def _key(chart: Axes) -> None:
-    """One row under the lengths chart naming the panels' marks, in grey."""
+def key_handle(mark: dict | list[dict]) -> Any:
+    """A ``close_up_marks`` entry's legend handle: a line, or a tuple of them (end to end: ``HandlerTuple(pad=0)``)."""
     from matplotlib.lines import Line2D
+
+    return tuple(key_handle(m) for m in mark) if isinstance(mark, list) else Line2D([0, 1], [0, 0], **mark)
+
+
+def _key(chart: Axes, colors: Sequence) -> None:
+    """One row under the lengths chart naming the panels' marks, in grey (the step in each run's colour)."""
+    from matplotlib.legend_handler import HandlerTuple
     from matplotlib.transforms import offset_copy
 
-    marks = close_up_marks()
+    marks = close_up_marks(colors=colors)
     chart.legend(
-        [Line2D([0, 1], [0, 0], **m) for m in marks.values()],
+        [key_handle(m) for m in marks.values()],
         list(marks),
+        handler_map={tuple: HandlerTuple(ndivide=None, pad=0.0)},
         loc="upper center",
         bbox_to_anchor=(0.5, 0.0),
         bbox_transform=offset_copy(chart.transAxes, root_figure(chart), y=-KEY_BELOW, units="points"),
@@ -149,10 +158,10 @@ def _key(chart: Axes) -> None:
 
 
 def term_lengths(terms: Mapping[str, upd.UpdateTerms]) -> list[tuple[str, str, float]]:
-    """``[(run, what, length)]``: ``|μ·v|``, ``|lr·g|``, ``|step|`` as ``findings(..., step=k)`` prints them."""
-    rows = [(run, "|μ·v|" if k != "gradient" else "|lr·g|", v) for run, t in terms.items() for k, v in t.terms]
+    """``[(run, what, length)]``: ``|μ·v|``, ``|−lr·g|``, ``|step|`` as ``findings(..., step=k)`` prints them."""
+    rows = [(run, "|μ·v|" if k != "gradient" else "|−lr·g|", v) for run, t in terms.items() for k, v in t.terms]
     rows += [(run, "|step|", t.total) for run, t in terms.items()]
-    order = ("|μ·v|", "|lr·g|", "|step|")
+    order = ("|μ·v|", "|−lr·g|", "|step|")
     return [(run, what, float(np.linalg.norm(v))) for run, what, v in sorted(rows, key=lambda r: order.index(r[1]))]
 
 
@@ -162,7 +171,7 @@ def draw_lengths(ax: Axes, rows: Sequence[tuple[str, str, float]], colors: Mappi
     y = [-i - GROUP_GAP * groups.index(what) for i, (_, what, _) in enumerate(rows)]
     for (run, what, length), yy in zip(rows, y):
         color = colors[run]
-        face = panel.tint(color) if what == "|lr·g|" else "white" if what == "|step|" else color
+        face = panel.tint(color) if what == "|−lr·g|" else "white" if what == "|step|" else color
         ax.barh(yy, length, height=0.78, color=face, edgecolor=color, linewidth=1.1, gid=f"length:{run}:{what}")
         term = upd.TERM_SHORT["lookahead" if style.rule_of(run) == "nesterov" else "momentum"] + " "
         ax.text(

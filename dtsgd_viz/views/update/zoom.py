@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 FIT_PAD = 0.15  # of the data's size, round it: the data fill 3/4 of a panel
 INSET_BELOW = 0.2  # an update spanning less than this of the shared box is drawn again, closer, in an inset
-INSET_SIZE = 0.45  # of its panel's side: the inset's, in its upper right corner (the update is at the centre)
+INSET_SIZE = 0.55  # of its panel's side: the inset's, in its upper right corner (its update in the lower left's middle)
 INSET_CORNER = 0.98 - INSET_SIZE  # its lower left: the inset sits in the upper right, just inside the frame
 INSET_RECT = (INSET_CORNER, INSET_CORNER, INSET_SIZE, INSET_SIZE)  # in its panel: x0, y0 from the lower left, w, h
 
@@ -71,6 +71,10 @@ def shared_zoom(
     small = {
         k for k, d in own.items() if d.box is not None and len(spans) > 1 and box_span(d.box) < INSET_BELOW * 2 * half
     }
+    for k in small:  # the update in the middle of the lower left, clear of the inset in the upper right
+        (a0, a1), (b0, b1) = own[k].box  # pyright: ignore[reportGeneralTypeIssues]  # small: each has one
+        x0, y0 = (a0 + a1) / 2 - INSET_CORNER * half, (b0 + b1) / 2 - INSET_CORNER * half
+        shared[k] = dataclasses.replace(shared[k], box=((x0, x0 + 2 * half), (y0, y0 + 2 * half)))
     return own, shared, small
 
 
@@ -119,4 +123,7 @@ def draw_inset(
     ax.add_patch(
         Rectangle((a0, b0), a1 - a0, b1 - b0, fill=False, ec=color, lw=0.9, ls=":", zorder=8, gid=f"inset-box:{key}")
     )
+    (s0, s1), (t0, t1) = shared.box  # its axes' limits: a dotted leader from the box to the inset's corner
+    lead = ([a1, s0 + INSET_CORNER * (s1 - s0)], [b1, t0 + INSET_CORNER * (t1 - t0)])
+    ax.plot(*lead, ls=":", color=color, lw=0.9, zorder=8, gid=f"inset-leader:{key}")
     return inset

@@ -28,14 +28,15 @@ function decodeRuns(d) {
 
 // an arrow from (x1, y1) to (x2, y2) in screen units: a shaft and a filled head whose tip is the end
 // (a head of its own, not an SVG marker: some hosts drop markers), as the still's arrows; null for none
-function arrow(parent, x1, y1, x2, y2, color, width, head, attrs) {
+function arrow(parent, x1, y1, x2, y2, color, width, head, attrs, edge = null) {
   const dx = x2 - x1, dy = y2 - y1, len = Math.hypot(dx, dy);
   if (!(len > 0)) return null;  // a zero term: nothing
   const h = Math.min(head, 0.6 * len), ux = dx / len, uy = dy / len, hw = 0.45 * h + width / 2;
   const bx = x2 - ux * h, by = y2 - uy * h;
   const g = el("g", { class: attrs.class + "-g", "data-run": attrs["data-run"], "data-term": attrs["data-term"] }, parent);
+  if (edge) el("line", { x1, y1, x2: bx, y2: by, stroke: edge, "stroke-width": width + 1.6, class: "dv-edge" }, g);  // the still's edge
   el("line", { x1, y1, x2: bx, y2: by, stroke: color, "stroke-width": width, ...attrs }, g);
-  el("polygon", { points: `${x2},${y2} ${bx - uy * hw},${by + ux * hw} ${bx + uy * hw},${by - ux * hw}`, fill: color, class: "dv-head", "data-run": attrs["data-run"], "data-term": attrs["data-term"] }, g);
+  el("polygon", { points: `${x2},${y2} ${bx - uy * hw},${by + ux * hw} ${bx + uy * hw},${by - ux * hw}`, fill: color, ...(edge ? { stroke: edge, "stroke-width": 0.8 } : {}), class: "dv-head", "data-run": attrs["data-run"], "data-term": attrs["data-term"] }, g);
   return g;
 }
 
@@ -63,6 +64,11 @@ function render({ model, el: root }) {
   root.innerHTML = "";
   root.classList.add("dtsgd-viz", "dtsgd-viz-paths");
   Object.assign(root.style, { position: "relative", maxWidth: W + "px", font: "13px sans-serif" });
+
+  // the headline at the update shown (findings(..., upto=n).headline(), as the still's title) over the settings
+  const head = html("div", { class: "dv-headline" }, root);
+  Object.assign(head.style, { fontWeight: "bold", fontSize: "15px", margin: "2px 0 0 10px" });
+  if (d.settings) Object.assign(html("div", { class: "dv-settings" }, root, d.settings).style, { color: "#555", fontSize: "12px", margin: "1px 0 0 10px" });
 
   // controls
   const bar = html("div", { class: "dv-controls" }, root);
@@ -100,6 +106,13 @@ function render({ model, el: root }) {
   el("image", { href: "data:image/png;base64," + d.contours, x: main.inner.x, y: main.inner.y, width: main.inner.w, height: main.inner.h, preserveAspectRatio: "none" }, pg);
   el("rect", { x: main.inner.x, y: main.inner.y, width: main.inner.w, height: main.inner.h, fill: "none", stroke: "#bbb" }, svg);
   text(svg, PATHS.x, 18, "paths on the loss contours", { "font-size": fs.title, "font-weight": "bold" });
+  if (d.box_ticks) {  // ticks inside the frame's bottom and left edges, the axes named in their corners (Python's)
+    const tg = el("g", { class: "dv-box-ticks" }, svg), I = main.inner, tick = { "font-size": fs.tick - 1, fill: "#333", ...HALO };
+    d.box_ticks[0].forEach((t) => { const x = main.x(t); el("line", { x1: x, x2: x, y1: I.y + I.h - 5, y2: I.y + I.h, stroke: "#555" }, tg); text(tg, x, I.y + I.h - 8, fmt(t).replace("-", "\u2212"), { ...tick, "text-anchor": "middle" }); });
+    d.box_ticks[1].forEach((t) => { const y = main.y(t); el("line", { x1: I.x, x2: I.x + 5, y1: y, y2: y, stroke: "#555" }, tg); text(tg, I.x + 8, y + 4, fmt(t).replace("-", "\u2212"), tick); });
+    text(tg, I.x + I.w - 6, I.y + I.h - 22, d.axis_names[0], { ...tick, "text-anchor": "end", "font-style": "italic" });
+    text(tg, I.x + 8, I.y + 16, d.axis_names[1], { ...tick, "font-style": "italic" });
+  }
   if (d.plane !== "the parameters") text(svg, PATHS.x + PATHS.w, 18, "plane: " + d.plane, { "font-size": fs.tick, "text-anchor": "end", fill: "#555" });
   {  // the key of the marks under the panel: start, minimum, the ring of the update shown
     const ky = PATHS.y + PATHS.h + 16, cur0 = look.roles.current;
@@ -110,7 +123,7 @@ function render({ model, el: root }) {
     text(svg, kx + 13, ky + 4, "minimum", { "font-size": fs.tick }); kx += 92;
     el("circle", { cx: kx, cy: ky, r: cur0.size / 2, fill: "none", stroke: "#555", "stroke-width": cur0.width }, svg);
     text(svg, kx + 12, ky + 4, "after the update shown", { "font-size": fs.tick }); kx += 178;
-    names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 7, y1: ky, y2: ky, ...lineStyle(look.roles.remainder, runs[name].tint) }, svg));
+    names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 9, y1: ky, y2: ky, ...lineStyle(look.roles.remainder, runs[name].tint) }, svg));  // end to end: one solid line
     text(svg, kx + 9 * names.length + 3, ky + 4, d.rest_label, { "font-size": fs.tick, class: "dv-rest-key" });  // the pale paths after it
   }
   {  // under the loss panel, the key of its bars over the band
@@ -135,14 +148,16 @@ function render({ model, el: root }) {
     const r = runs[name];
     start[name] = el("path", { d: markerPath("circle", st.size * 0.55), transform: `translate(${r.px[0]},${r.py[0]})`, fill: "white", stroke: "black", "stroke-width": 1.2, class: "dv-start" }, pg);
   }
-  const mn = arr(d.minima), ml = look.roles.minimum;
-  for (let i = 0; i < mn.shape[0]; i++) {
-    el("path", { d: markerPath("star", ml.size * 0.6), transform: `translate(${main.x(mn.at(i, 0))},${main.y(mn.at(i, 1))})`, fill: look.minimum_face, stroke: "black", "stroke-width": 0.8, class: "dv-minimum" }, pg);
-  }
   for (const name of names) {
     const lk = look.runs[name];
     const ring = look.roles.current;  // the ring every static figure draws: after the update shown
     cur[name] = el("circle", { r: ring.size / 2, fill: "none", stroke: lk.color, "stroke-width": ring.width, class: "dv-current", "data-run": name }, pg);
+  }
+
+  // the minimum over the rings (as the stills: style.ROLE_LOOKS["minimum"] over "current")
+  const mn = arr(d.minima), ml = look.roles.minimum;
+  for (let i = 0; i < mn.shape[0]; i++) {
+    el("path", { d: markerPath("star", ml.size * 0.6), transform: `translate(${main.x(mn.at(i, 0))},${main.y(mn.at(i, 1))})`, fill: look.minimum_face, stroke: "black", "stroke-width": 0.8, class: "dv-minimum" }, pg);
   }
 
   // ---- the loss panel ----
@@ -175,6 +190,8 @@ function render({ model, el: root }) {
       el("polyline", { points: points(xs, ys), ...lineStyle(look.runs[name]), "data-run": name, class: "dv-loss-line" }, lg);
     }
   }
+  // the loss after the update shown faded, as the paths after it are (the still's white veil, d.later_veil)
+  const veil = el("rect", { y: LOSS.y, height: LOSS.h, fill: "white", opacity: d.later_veil ?? 0, class: "dv-loss-later" }, lg);
   const stepLine = el("line", { y1: LOSS.y, y2: LOSS.y + LOSS.h, ...lineStyle(look.roles.update_line), class: "dv-update-line" }, lg);
   // the pale band of the updates whose mean loss the headline compares (findings' window), under the lines
   const band = el("rect", { y: LOSS.y, height: LOSS.h, fill: "#8c8c8c", opacity: 0.12, class: "dv-mean-band" });
@@ -188,7 +205,7 @@ function render({ model, el: root }) {
   // the update shown: a ring at the loss after it, in the look every still rings it (style.ROLE_LOOKS["current"])
   for (const name of names) {
     const ring = look.roles.current;
-    dots[name] = el("circle", { r: ring.size / 2, fill: "white", stroke: look.runs[name].color, "stroke-width": ring.width, class: "dv-loss-dot", "data-run": name }, lg);
+    dots[name] = el("circle", { r: ring.size / 2, fill: "none", stroke: look.runs[name].color, "stroke-width": ring.width, class: "dv-loss-dot", "data-run": name }, lg);
   }
   // legend: one sample per run, in its look, in a row over the loss panel
   names.forEach((name, j) => {
@@ -218,18 +235,18 @@ function render({ model, el: root }) {
       const g = el("g", { class: "dv-close-key-entry", "data-mark": entry.mark, transform: `translate(${kx},${ky})` }, kg);
       if (entry.mark === "before") el("circle", { cx: 9, cy: 0, r: 3.5, fill: "white", stroke: entry.color, "stroke-width": 1.4 }, g);
       else if (entry.mark === "after") el("circle", { cx: 9, cy: 0, r: 4, fill: "none", stroke: entry.color, "stroke-width": 1.4 }, g);
-      else el("line", { x1: 0, x2: 18, y1: 0, y2: 0, stroke: entry.color, "stroke-width": entry.width }, g);
+      else (entry.colors || [entry.color]).forEach((c, j, all) => el("line", { x1: 18 * j / all.length, x2: 18 * (j + 1) / all.length, y1: 0, y2: 0, stroke: c, "stroke-width": entry.width }, g));  // the step: each run's colour, end to end
       text(g, 24, 4, entry.text, { "font-size": fs.tick, fill: "#333" });
     });
   }
 
   // a term's name beside the middle of its arrow, 10 px out on the side away from (cx, cy): the other arrows;
   // in a white halo, over the lines it sits beside
-  function termLabel(cg, x1, y1, x2, y2, cx, cy, s, color, name, t, size, bounds, always) {
+  function termLabel(cg, x1, y1, x2, y2, cx, cy, s, color, name, t, size, bounds, always, moved) {
     const len = Math.hypot(x2 - x1, y2 - y1), need = 0.56 * size * s.length + 12;
     if (len < need && !always) return;  // an inset names every arrow, as the still's
     let nx = -(y2 - y1) / len, ny = (x2 - x1) / len;
-    if (nx * ((x1 + x2) / 2 - cx) + ny * ((y1 + y2) / 2 - cy) < 0) { nx = -nx; ny = -ny; }
+    if (moved ? nx * moved[0] + ny * moved[1] < 0 : nx * ((x1 + x2) / 2 - cx) + ny * ((y1 + y2) / 2 - cy) < 0) { nx = -nx; ny = -ny; }
     const mx = (x1 + x2) / 2 + 10 * nx, my = (y1 + y2) / 2 + 10 * ny;
     const label = text(cg, mx, my + 4 + 4 * ny, s, { "font-size": size, fill: color, "font-weight": t === "gradient" ? "normal" : "bold", "text-anchor": Math.abs(nx) < 0.3 ? "middle" : nx > 0 ? "start" : "end", class: "dv-term-label", "data-run": name, "data-term": t, ...HALO });
     // slid back inside its panel where it sticks out (as the still's keep_labels_inside): where the words end
@@ -261,7 +278,7 @@ function render({ model, el: root }) {
     { let sx = px, sy = py; cx = f.x(sx); cy = f.y(sy);
       r.terms.forEach((t, q) => { sx += r.uvs.at(i, q, 0); sy += r.uvs.at(i, q, 1); cx += f.x(sx); cy += f.y(sy); });
       cx /= r.terms.length + 1; cy /= r.terms.length + 1; }
-    const labels = [];
+    const labels = [], under = el("g", { class: "dv-under" }, cg);  // the step line goes under the arrows
     let before = null;  // the last arrow on screen: one Python marks as lying along it is drawn just beside it
     r.terms.forEach((t, q) => {
       const u = [r.uvs.at(i, q, 0), r.uvs.at(i, q, 1)], qx = px + u[0], qy = py + u[1];
@@ -272,17 +289,18 @@ function render({ model, el: root }) {
         const s = (before[0] * b[1] - before[1] * b[0] >= 0 ? 1 : -1) * (inset ? 5 : 6.5) / na;
         dx = -before[1] * s; dy = before[0] * s;
       }
-      const a = arrow(cg, f.x(px) + dx, f.y(py) + dy, f.x(qx) + dx, f.y(qy) + dy, r.termColors[t], inset ? 1.8 : 2.4, inset ? 7 : 9, { class: inset ? "dv-inset-arrow" : "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify(u) });
-      if (a) { drawn += 1; labels.push([f.x(px) + dx, f.y(py) + dy, f.x(qx) + dx, f.y(qy) + dy, t]); before = b; }
+      const a = arrow(cg, f.x(px) + dx, f.y(py) + dy, f.x(qx) + dx, f.y(qy) + dy, r.termColors[t], inset ? 1.8 : 2.4, inset ? 7 : 9, { class: inset ? "dv-inset-arrow" : "dv-arrow", "data-run": name, "data-term": t, "data-uv": JSON.stringify(u) }, lk.color);
+      // a term moved beside the one before is named on the side it was moved to, off the other's shaft and head
+      if (a) { drawn += 1; labels.push([f.x(px) + dx, f.y(py) + dy, f.x(qx) + dx, f.y(qy) + dy, t, dx || dy ? [dx, dy] : null]); before = b; }
       px = qx; py = qy;
     });
     if (drawn > 1) {
       const u = [px - x0, py - y0];
       // a plain line, as the still's: the arrows' heads already say which way it goes
-      el("line", { x1: f.x(x0), y1: f.y(y0), x2: f.x(px), y2: f.y(py), stroke: lk.color, "stroke-width": 1.1, opacity: 0.9, class: inset ? "dv-inset-step" : "dv-step", "data-run": name, "data-term": "step", "data-uv": JSON.stringify(u) }, cg);
+      el("line", { x1: f.x(x0), y1: f.y(y0), x2: f.x(px), y2: f.y(py), stroke: lk.color, "stroke-width": 1.1, opacity: 0.9, class: inset ? "dv-inset-step" : "dv-step", "data-run": name, "data-term": "step", "data-uv": JSON.stringify(u) }, under);
     }
-    const size = inset ? Math.max(9, 0.85 * fs.tick) : fs.tick;  // an inset's names smaller, as the still's
-    for (const [a, b, c, e, t] of labels) termLabel(cg, a, b, c, e, cx, cy, d.term_names[t], lk.color, name, t, size, bounds, inset);
+    const size = inset ? Math.max(11, 0.85 * fs.tick) : fs.tick;  // an inset's names smaller, as the still's, not under 11 px
+    for (const [a, b, c, e, t, moved] of labels) termLabel(cg, a, b, c, e, cx, cy, d.term_names[t], lk.color, name, t, size, bounds, inset, moved);
   }
 
   function closeUp(i) {
@@ -303,6 +321,8 @@ function render({ model, el: root }) {
       for (const t of cg.querySelectorAll("text.dv-term-label")) t.remove();  // named in its inset only
       const rect = insetRects[j];
       el("rect", { x: f.x(ib[0][0]), y: f.y(ib[1][1]), width: (ib[0][1] - ib[0][0]) * f.scale, height: (ib[1][1] - ib[1][0]) * f.scale, fill: "none", stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-box", "data-run": name }, cg);
+      // a dotted leader from the box (maybe smaller than the marks) to the inset's corner, as the still's
+      el("line", { x1: f.x(ib[0][1]), y1: f.y(ib[1][1]), x2: rect.x, y2: rect.y + rect.h, stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-leader", "data-run": name }, cg);
       const ig = el("g", { class: "dv-inset", "data-run": name, "data-box": JSON.stringify(ib), "data-rect": JSON.stringify(rect) }, cg);
       el("rect", { x: rect.x, y: rect.y, width: rect.w, height: rect.h, fill: "white", stroke: lk.color, "stroke-width": 1.2 }, ig);
       const inner = el("g", { "clip-path": `url(#${uid}-clip${1 + nr + j})` }, ig);
@@ -384,6 +404,7 @@ function render({ model, el: root }) {
       }
     }
     stepLine.setAttribute("x1", lx(markedK[i])); stepLine.setAttribute("x2", lx(markedK[i]));
+    veil.setAttribute("x", lx(markedK[i])); veil.setAttribute("width", Math.max(0, LOSS.x + LOSS.w - lx(markedK[i])));
     stepLine.setAttribute("data-k", markedK[i]);
     if (d.mean_window) {
       const [a, b] = d.mean_window[i], half = a === b ? 0.5 : 0;
@@ -400,6 +421,7 @@ function render({ model, el: root }) {
     }
     closeUp(i);
     bars(i);
+    if (d.headlines) head.textContent = d.headlines[i];
     slider.value = i;
     label.textContent = updates.length === d.n_updates ? `update ${u} of ${d.last_update}` : `update ${u} (${i + 1} of ${m} shown of ${d.n_updates})`;
   }
