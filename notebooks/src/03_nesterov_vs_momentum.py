@@ -323,11 +323,12 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # `explorer.update` reads the update the slider shows, and setting it moves the slider.
 # Its headline, over the settings, is `findings(..., upto=n).headline()` at the update n the
 # slider shows: over which updates up to n the mean loss is compared, whose is lowest, and by
-# how much. The lines printed above it are its bars' numbers at update 20,
+# how much. The lines printed above it are that headline at update 20 and its bars' numbers there,
 # `findings(..., step=20).update_lines()`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+print(dtsgd_viz.findings(recordings, surface, upto=20).headline())
 print("\n".join(dtsgd_viz.findings(recordings, surface, step=20).update_lines()))
 explorer = dtsgd_viz.web.PathExplorer(recordings, surface, step=20)
 explorer
