@@ -379,11 +379,11 @@ def _write_paths(out: _Folder, path_recordings, surface, pname) -> None:
         update_figure(path_recordings, surface, step, pname),
         "update.png",
         f"Update {it} up close: {' vs '.join(path_recordings)}",
-        f"Update {it} of each run in a panel of its own: the momentum (or Nesterov "
-        "look-ahead) term and the gradient term as arrows tip to tail, each named with its "
-        "length, ending on the recorded next point; for Nesterov the look-ahead point where "
-        "the gradient was taken. Each panel's title says how many times closer it is than "
-        "the paths figure; the figure's title what differs between the runs' updates.",
+        f"Update {it} of each run in a panel of its own, every panel on one zoom: the momentum (or "
+        "Nesterov look-ahead) term and the gradient term as arrows at their true length, tip to tail "
+        "from the parameter before the update (a white disk: the gradient is taken there) to the "
+        "recorded next point (a ring); a term lying along the one before is drawn just beside it. "
+        "The bars give each term's length; the figure's title says what differs between the runs' updates.",
     )
 
 

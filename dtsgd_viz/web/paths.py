@@ -33,7 +33,7 @@ from ..views.paths.scene import build_scene, settings_line
 from ..views.update import geometry as upd
 from ..views.update import panel
 from ..views.update.plot import close_up_marks
-from ..views.update.zoom import INSET_RECT, inset_text, shared_factor, shared_zoom, span_text
+from ..views.update.zoom import BOX_MIN, INSET_RECT, inset_text, shared_factor, shared_zoom, span_text
 from ..widgets.explorer_figure import LATER_VEIL
 from . import encode
 from .look import look_data, look_table
@@ -153,17 +153,16 @@ def close_key(colors: list | None = None) -> list[dict[str, Any]]:
     """The key of the close-ups' marks as the still's key draws and names them
     (``views.update.plot.close_up_marks``; the path so far as pale as the browser draws it):
     ``[{"mark": "before" | "after" | "step" | "trail", "text", "color", "width"}]`` (a line's width, pixels);
-    the step's ``"colors"``: ``colors``, each run's, drawn end to end."""
+    the step's and the path's ``"colors"``: each of ``colors`` (the path's tinted), drawn end to end."""
     out = []
     for (words, m), mark in zip(close_up_marks().items(), ("before", "after", "step", "trail")):
         color = m.get("mec", m.get("color"))
-        if mark == "step" and colors:
-            m = dict(m, colors=[mcolors.to_hex(c) for c in colors])
         if mark == "trail":  # as pale as the browser draws it (FAINT_TINT), wider: it reads as a sample
             color = panel.tint(style.SUBTITLE_COLOR, FAINT_TINT)
         width = m.get("lw", 0.0) * style.DPI / 72.0
         out.append({"mark": mark, "text": words, "color": mcolors.to_hex(color or "black"), "width": round(width, 3)})
-        out[-1].update({"colors": m["colors"]} if "colors" in m else {})
+        if colors and mark in ("step", "trail"):  # drawn in each run's colour (its tint): keyed so, end to end
+            out[-1]["colors"] = [mcolors.to_hex(c if mark == "step" else panel.tint(c, FAINT_TINT)) for c in colors]
     return out
 
 
@@ -349,6 +348,7 @@ def path_state(
         "inset": encode.array(insets),
         "inset_text": inset_texts,
         "inset_rect": [ix, 1.0 - iy - ih, iw, ih],
+        "inset_box_min": BOX_MIN,  # its dotted box at least this wide, as the still's (pixels here)
         "close_key": close_key([scene.colors[k] for k in names]),
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
         "loss_ticks": ticks,

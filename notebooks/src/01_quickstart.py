@@ -232,7 +232,8 @@ show(dtsgd_viz.plot_paths(runs, valley, step=4))
 # `plot_update` draws the same update up close, one panel per run, both on one zoom and
 # every arrow at its true length, so the lengths compare by eye (the bars under them give
 # each term's length, as `findings` printed them above; μ·v in the run's colour, −lr·g in
-# its tint, and the thin line is the step they add up to). The small white disk is the
+# its tint, and the thin line is the step they add up to; a term that turns back along the one
+# before, as momentum's −lr·g here, is drawn just beside it, parallel and at its length). The small white disk is the
 # parameter before the update, and the gradient is taken there for both rules: tf-keras
 # stores Nesterov's look-ahead point as the parameter, so its "look ahead" is already in
 # the disk; the open ring is where the update ends, as on the paths. There heavy-ball momentum's

@@ -94,7 +94,8 @@ show(dtsgd_viz.plot_paths(recordings, surface, step=5))
 # taken (tf-keras stores Nesterov's look-ahead point as the parameter). Every panel is on one
 # zoom (the caption says what share of the paths' width each panel spans), so lengths
 # compare by eye; plain SGD's and Nesterov's steps are far shorter than momentum's, so
-# each is drawn again in an inset spanning a smaller share still (each inset names its 1/N of the same width);
+# each is drawn again in an inset spanning a smaller share still (each inset names its 1/N of the same width, so
+# lengths compare by eye within a panel or an inset, and between insets by the bars);
 # the bars under the panels compare the lengths, as `findings` prints them (the line
 # over the figure: its headline and the bars' numbers, `update_lines()`). Momentum's
 # $\mu v_{prev}$ carries it far up the valley wall; Nesterov's $\mu v_{new}$ already

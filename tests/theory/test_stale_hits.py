@@ -188,13 +188,15 @@ def test_the_default_optimizer_agrees_with_tutorial_04s_global_check(runs):
         for i in range(STEPS):
             rule = np.allclose(p[i], p_prev[i] - lr * g[i] + mu * v[i], atol=1e-6)
             stale = np.allclose(p[i], p_prev[i] - lr * g[i] + mu * v_prev[i], atol=1e-6)
-            row = hits.verdict[i]
-            if np.all(row == CLASSES.index(STALE)):
+            # the shards it could tell: a copy whose replicas disagreed is told on the recorded one only (the
+            # global values are that copy), and a shard whose two candidates coincide fits both
+            row = hits.verdict[i][hits.verdict[i] != CLASSES.index(CANNOT_TELL)]
+            if len(row) and np.all(row == CLASSES.index(STALE)):
                 assert stale and not rule, (name, i)
-            elif np.all(row == CLASSES.index(RULE)):
+            elif len(row) and np.all(row == CLASSES.index(RULE)):
                 assert rule and not stale, (name, i)
-            else:
-                assert not (rule or stale), (name, i, row)
+            elif len(row):
+                assert not (rule or stale), (name, i, hits.verdict[i])
             assert hits.count(NEITHER) == 0, name
     assert seen > 0  # the hazard tutorial 04 shows (see test_optimizer's pin of it)
 

@@ -377,14 +377,17 @@ def test_the_browsers_insets_are_the_stills(recs, state):
             for t in inset.texts
             if (t.get_gid() or "").startswith("inset-zoom:")
         }
-        boxes = {p.get_gid(): p for a in fig.axes for p in a.patches if (p.get_gid() or "").startswith("inset-box:")}
+        boxes = {  # what each inset enlarges: its own limits
+            t.get_gid().split(":")[1]: [*inset.get_xlim(), *inset.get_ylim()]
+            for a in fig.axes
+            for inset in a.child_axes
+            for t in inset.texts
+            if (t.get_gid() or "").startswith("inset-zoom:")
+        }
         for j, key in enumerate(names):
-            if f"inset-box:{key}" in boxes:
+            if key in boxes:
                 seen += 1
-                r = boxes[f"inset-box:{key}"]
-                x0, y0 = r.get_xy()
-                want = [x0, x0 + r.get_width(), y0, y0 + r.get_height()]
-                np.testing.assert_allclose(insets[n - 1, j], want, rtol=1e-9, err_msg=f"{n} {key}")
+                np.testing.assert_allclose(insets[n - 1, j], boxes[key], rtol=1e-9, err_msg=f"{n} {key}")
                 assert state["inset_text"][n - 1][j] == texts[f"inset-zoom:{key}"], (n, key)
             else:
                 assert np.all(np.isnan(insets[n - 1, j])) and state["inset_text"][n - 1][j] == "", (n, key)
@@ -402,8 +405,12 @@ def test_the_close_ups_key_says_the_stills_words():
     assert [k["mark"] for k in key] == ["before", "after", "step", "trail"]
     assert all(mcolors.to_rgb(k["color"]) for k in key)
     # the step, drawn in each run's colour, is keyed in them, not in a grey that reads as plain's line
-    step = close_key(["#0072B2", (0.8, 0.4, 0.0)])[2]
+    from dtsgd_viz.views.update.panel import tint
+    from dtsgd_viz.web.paths import FAINT_TINT
+
+    step, trail = close_key(["#0072B2", (0.8, 0.4, 0.0)])[2:]
     assert step["colors"] == ["#0072b2", "#cc6600"] and "colors" not in key[2]
+    assert trail["colors"] == [mcolors.to_hex(tint(c, FAINT_TINT)) for c in ("#0072B2", (0.8, 0.4, 0.0))]  # as drawn
 
 
 # ---- the slider's decimation and the update picked ----------------------------------

@@ -182,10 +182,15 @@ def test_the_close_up_zoom_is_the_stills_shared_zoom(page, runs):
         for bar, value in zip(bars, values):
             said = float(value.text_content().replace("\u2212", "-"))
             assert said == pytest.approx(float(bar.get_attribute("data-value")), rel=5e-3)
-    # the bars' key: one swatch per run in the colour its bars are drawn in
-    fills = {b.get_attribute("data-run"): b.get_attribute("fill") for b in page.locator("rect.dv-bar").all()}
+    # the bars' key: one swatch per run in the colour its bars are edged in; filled as the still's bars (the
+    # momentum term solid, the gradient's its tint, the step open)
     keys = {k.get_attribute("data-run"): k.get_attribute("fill") for k in page.locator("rect.dv-bar-key").all()}
-    assert keys == fills and page.locator("text.dv-bar-units").count() == 1
+    bars = page.locator("rect.dv-bar").all()
+    assert keys == {b.get_attribute("data-run"): b.get_attribute("stroke") for b in bars}
+    for b in bars:
+        run, term, fill = b.get_attribute("data-run"), b.get_attribute("data-term"), b.get_attribute("fill")
+        assert fill == {"step": "white", "gradient": fill if fill != keys[run] else None}.get(term, keys[run]), b
+    assert page.locator("text.dv-bar-units").count() == 1
 
 
 @browser_test

@@ -282,6 +282,7 @@ def _draw_step(
 ) -> None:
     """Each run's open ring at ``update`` (the star and paths show through it), its fading trail (split paths
     only) and, with ``arrows``, the update's terms as arrows tip to tail."""
+    from matplotlib import patheffects
     from matplotlib.collections import LineCollection
 
     ax, cur = art.ax_path, style.ROLE_LOOKS["current"]
@@ -297,8 +298,10 @@ def _draw_step(
             set_trail(art.trails[key], c, j, look.color)
         (art.positions[key],) = ax.plot(
             [c[j, 0]], [c[j, 1]], cur.marker, ms=cur.ms, mfc="none", mec=look.color, mew=cur.lw, zorder=cur.zorder
+        )  # in a white halo: it reads on its own path and over the star
+        art.positions[key].set(
+            gid=f"position:{key}", path_effects=[patheffects.withStroke(linewidth=3.0, foreground="w")]
         )
-        art.positions[key].set_gid(f"position:{key}")
         if not arrows:
             continue
         for term, tail, uv in upd.arrow_chain(upd.decompose_update(rec, scene.name, i), scene.plane):

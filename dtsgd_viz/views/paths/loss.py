@@ -110,7 +110,7 @@ def mean_handle(bars: Iterable[Mapping], label: str = MEAN_LABEL) -> MeanBars:
     from matplotlib.legend_handler import HandlerTuple
     from matplotlib.lines import Line2D
 
-    Legend.update_default_handler_map({MeanBars: HandlerTuple(ndivide=None, pad=0.15)})  # this type only
+    Legend.update_default_handler_map({MeanBars: HandlerTuple(ndivide=None, pad=0.0)})  # this type only, end to end
     out = MeanBars(Line2D([], [], **kw) for kw in bars)
     out.label = label
     return out

@@ -172,7 +172,7 @@ def draw_update_panel(
         spine.set_linewidth(1.2)
     X, Y, Z = geo.loss_grid(scene.surface.value_np, scene.plane, tuple(scene.surface.shape), data.box, n=41)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ax.contour(X, Y, Z, levels=geo.log_levels(Z, n=9, inner=0.0), colors="0.7", linewidths=0.7, alpha=0.7)
+        ax.contour(X, Y, Z, levels=geo.log_levels(Z, n=9, inner=0.01), colors="0.7", linewidths=0.7, alpha=0.7)
     c = scene.coords[data.key]
     if whole_path:
         ax.plot(c[:, 0], c[:, 1], ls=run_style["ls"], color=color, lw=1.0, alpha=0.25, gid=f"zoom-path:{data.key}")
@@ -184,7 +184,7 @@ def draw_update_panel(
             LineCollection(list(seg), colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3)
         )
     x, y = float(data.position[0]), float(data.position[1])
-    ax.plot([x], [y], "o", ms=START_MS, mfc="white", mec=color, mew=1.4, zorder=5, gid=f"zoom-position:{data.key}")
+    ax.plot([x], [y], "o", ms=START_MS, mfc="white", mec=color, mew=1.4, zorder=8, gid=f"zoom-position:{data.key}")
     arrows = _draw_chain(ax, data, color)
     if labels:
         _name_arrows(ax, data, arrows, color)
@@ -193,7 +193,7 @@ def draw_update_panel(
 
 TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5  # the path so far: pale and thin, never read as an arrow
 RING_MS = 8.0  # the ring round the point after the update: small and thin, under the arrows
-START_MS = 6.0  # the white disk where the update starts
+START_MS = 6.0  # the white disk where the update starts, over the arrows' tails (zorder 8), under their names
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
 ARROW_Z = 7.0  # the arrows: over the marks
 LABEL_Z = 9.0  # the arrows' names, in a white halo: over the arrows they sit beside
@@ -316,7 +316,7 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
         )
 
 
-def keep_labels_inside(ax: Axes, pad: float = 2.0) -> None:
+def keep_labels_inside(ax: Axes, pad: float = 4.0) -> None:
     """Slide each arrow name of ``ax`` (and of its inset) back inside the axes where it sticks
     out, measured on the figure as laid out now; a name on another goes to its shaft's other side."""
     from ..core.figure import canvas_renderer

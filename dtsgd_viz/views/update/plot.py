@@ -86,7 +86,7 @@ def plot_update(
     finding = found.update_headline()
     assert finding is not None
     if scene.plane.dim > 2:  # measured on the recorded vectors, drawn projected (the subtitle says on what)
-        finding += f", in all {scene.plane.dim} parameters"
+        finding = finding.replace(":", f", in all {scene.plane.dim} parameters:", 1)
     headline(fig, finding, settings_line(scene) + picked)
     grid = fig.add_gridspec(2, len(keys), height_ratios=(side + 0.45, chart))
     axes = dict(zip(keys, (fig.add_subplot(grid[0, i]) for i in range(len(keys)))))
@@ -116,13 +116,14 @@ def plot_update(
 
 def close_up_marks(after: str | None = "after it", trail: bool = True, colors: Sequence = ()) -> dict[str, Any]:
     """``{name: Line2D keywords}``: the close-ups' marks in grey, as a key names them (``after``: the ring's), the
-    step in each of ``colors`` as drawn (a list of keywords; ``key_handle`` draws them side by side)."""
+    step and the path in each of ``colors`` as drawn (a list of keywords; ``key_handle`` draws them end to end)."""
     grey, ring = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"].marker
+    pale = lambda c: dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(c, panel.TRAIL_TINT), alpha=0.8)  # noqa: E731
     marks = {
         "before the update: g taken here": dict(ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey),
         after: dict(ls="none", marker=ring, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3)),
         "step (the arrows' sum)": [dict(ls="-", lw=1.1, color=c) for c in colors] or dict(ls="-", lw=1.1, color=grey),
-        "path so far": dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(grey, panel.TRAIL_TINT), alpha=0.8),
+        "path so far": [pale(c) for c in colors] or pale(grey),
     }
     keep = {k: dict(m, mew=1.4) if "marker" in m else m for k, m in marks.items() if k}
     return keep if trail else {k: m for k, m in keep.items() if k != "path so far"}

@@ -123,21 +123,26 @@ function render({ model, el: root }) {
     text(svg, kx + 13, ky + 4, "minimum", { "font-size": fs.tick }); kx += 92;
     el("circle", { cx: kx, cy: ky, r: cur0.size / 2, fill: "none", stroke: "#555", "stroke-width": cur0.width }, svg);
     text(svg, kx + 12, ky + 4, "after the update shown", { "font-size": fs.tick }); kx += 178;
-    names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 9, y1: ky, y2: ky, ...lineStyle(look.roles.remainder, runs[name].tint) }, svg));  // end to end: one solid line
-    text(svg, kx + 9 * names.length + 3, ky + 4, d.rest_label, { "font-size": fs.tick, class: "dv-rest-key" });  // the pale paths after it
+    names.forEach((name, j) => el("line", { x1: kx + 12 * j, x2: kx + 12 * j + 12, y1: ky, y2: ky, ...restStyle(name, runs[name].tint) }, svg));  // end to end
+    text(svg, kx + 12 * names.length + 3, ky + 4, d.rest_label, { "font-size": fs.tick, class: "dv-rest-key" });  // the pale paths after it
   }
   {  // under the loss panel, the key of its bars over the band
     const kx = LOSS.x, ky = LOSS.y + LOSS.h + 52;
-    names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 7, y1: ky, y2: ky, stroke: look.runs[name].color, "stroke-width": 2.4 }, svg));
+    names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 9, y1: ky, y2: ky, stroke: look.runs[name].color, "stroke-width": 2.4 }, svg));  // end to end, as the stills
     text(svg, kx + 9 * names.length + 3, ky + 4, d.mean_label, { "font-size": fs.tick, class: "dv-mean-key" });
   }
   const rem = {}, trail = {}, cur = {}, start = {}, order = d.draw_order || names;
+  // a path after the update shown: pale and thin, in its rule's dash scaled to that width (as the stills' rests)
+  function restStyle(name, tint) {
+    const rl = look.roles.remainder, lk = look.runs[name], dash = lk.dash && lk.dash.length ? lk.dash.map((v) => (v * rl.width) / lk.width).join(" ") : null;
+    return { ...lineStyle(rl, tint), "stroke-dasharray": dash };
+  }
   for (const name of order) {  // the widest under, as the stills draw them
     const r = runs[name], lk = look.runs[name];
     const xs = [], ys = [];
     for (let i = 0; i < r.path.shape[0]; i++) { xs.push(main.x(r.path.at(i, 0))); ys.push(main.y(r.path.at(i, 1))); }
     r.px = xs; r.py = ys;
-    rem[name] = el("polyline", { points: points(xs, ys), ...lineStyle(look.roles.remainder, r.tint), "data-run": name, class: "dv-remainder" }, pg);
+    rem[name] = el("polyline", { points: points(xs, ys), ...restStyle(name, r.tint), "data-run": name, class: "dv-remainder" }, pg);
   }
   for (const name of order) {
     const lk = look.runs[name];
@@ -148,16 +153,18 @@ function render({ model, el: root }) {
     const r = runs[name];
     start[name] = el("path", { d: markerPath("circle", st.size * 0.55), transform: `translate(${r.px[0]},${r.py[0]})`, fill: "white", stroke: "black", "stroke-width": 1.2, class: "dv-start" }, pg);
   }
-  for (const name of names) {
-    const lk = look.runs[name];
-    const ring = look.roles.current;  // the ring every static figure draws: after the update shown
-    cur[name] = el("circle", { r: ring.size / 2, fill: "none", stroke: lk.color, "stroke-width": ring.width, class: "dv-current", "data-run": name }, pg);
-  }
-
-  // the minimum over the rings (as the stills: style.ROLE_LOOKS["minimum"] over "current")
+  // the minimum under the rings (as the stills: style.ROLE_LOOKS["minimum"] under "current")
   const mn = arr(d.minima), ml = look.roles.minimum;
   for (let i = 0; i < mn.shape[0]; i++) {
     el("path", { d: markerPath("star", ml.size * 0.6), transform: `translate(${main.x(mn.at(i, 0))},${main.y(mn.at(i, 1))})`, fill: look.minimum_face, stroke: "black", "stroke-width": 0.8, class: "dv-minimum" }, pg);
+  }
+  for (const name of names) {
+    const lk = look.runs[name];
+    const ring = look.roles.current;  // the ring every static figure draws: after the update shown
+    // in a white halo: it reads on its own path and over the star (the stills' ring halo)
+    const halo = el("circle", { r: ring.size / 2, fill: "none", stroke: "white", "stroke-width": ring.width + 2.4, class: "dv-current-halo", "data-run": name }, pg);
+    cur[name] = el("circle", { r: ring.size / 2, fill: "none", stroke: lk.color, "stroke-width": ring.width, class: "dv-current", "data-run": name }, pg);
+    cur[name].halo = halo;
   }
 
   // ---- the loss panel ----
@@ -266,8 +273,6 @@ function render({ model, el: root }) {
     for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
     xs.push(f.x(r.position.at(i, 0))); ys.push(f.y(r.position.at(i, 1)));
     el("polyline", { points: points(xs, ys), ...(r.faint ? lineStyle(r.faint) : { ...lineStyle(lk), opacity: 0.3 }), class: "dv-close-path", "data-run": name }, cg);
-    // where update n starts, g taken there: a small white disk (its arrows run from here to the open ring after it)
-    el("circle", { cx: f.x(r.position.at(i, 0)), cy: f.y(r.position.at(i, 1)), r: inset ? 3 : 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before", "data-run": name }, cg);
     // after the update: a small thin ring under the arrows (as the still), their heads read over it
     el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: inset ? "dv-inset-next" : "dv-next" }, cg);
     let px = r.position.at(i, 0), py = r.position.at(i, 1);
@@ -294,6 +299,8 @@ function render({ model, el: root }) {
       if (a) { drawn += 1; labels.push([f.x(px) + dx, f.y(py) + dy, f.x(qx) + dx, f.y(qy) + dy, t, dx || dy ? [dx, dy] : null]); before = b; }
       px = qx; py = qy;
     });
+    // where update n starts, g taken there: a small white disk over the arrows' tails (they run from here to the ring)
+    el("circle", { cx: f.x(x0), cy: f.y(y0), r: inset ? 3 : 3.5, fill: "white", stroke: lk.color, "stroke-width": 1.4, class: "dv-before", "data-run": name }, cg);
     if (drawn > 1) {
       const u = [px - x0, py - y0];
       // a plain line, as the still's: the arrows' heads already say which way it goes
@@ -320,9 +327,12 @@ function render({ model, el: root }) {
       if (!ib || !isFinite(ib[0][0])) return;
       for (const t of cg.querySelectorAll("text.dv-term-label")) t.remove();  // named in its inset only
       const rect = insetRects[j];
-      el("rect", { x: f.x(ib[0][0]), y: f.y(ib[1][1]), width: (ib[0][1] - ib[0][0]) * f.scale, height: (ib[1][1] - ib[1][0]) * f.scale, fill: "none", stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-box", "data-run": name }, cg);
-      // a dotted leader from the box (maybe smaller than the marks) to the inset's corner, as the still's
-      el("line", { x1: f.x(ib[0][1]), y1: f.y(ib[1][1]), x2: rect.x, y2: rect.y + rect.h, stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-leader", "data-run": name }, cg);
+      // centred on what it enlarges, clear of its rings (r 4) and at least d.inset_box_min across, as the still's
+      const bw = (ib[0][1] - ib[0][0]) * f.scale, bh = (ib[1][1] - ib[1][0]) * f.scale, grow = Math.max(4, ((d.inset_box_min || 0) - bw) / 2);
+      const bx = f.x(ib[0][0]) - grow, by = f.y(ib[1][1]) - grow;
+      el("rect", { x: bx, y: by, width: bw + 2 * grow, height: bh + 2 * grow, fill: "none", stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-box", "data-run": name }, cg);
+      // a dotted leader from the box to the inset's corner, as the still's
+      el("line", { x1: bx + bw + 2 * grow, y1: by, x2: rect.x, y2: rect.y + rect.h, stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-leader", "data-run": name }, cg);
       const ig = el("g", { class: "dv-inset", "data-run": name, "data-box": JSON.stringify(ib), "data-rect": JSON.stringify(rect) }, cg);
       el("rect", { x: rect.x, y: rect.y, width: rect.w, height: rect.h, fill: "white", stroke: lk.color, "stroke-width": 1.2 }, ig);
       const inner = el("g", { "clip-path": `url(#${uid}-clip${1 + nr + j})` }, ig);
@@ -369,7 +379,9 @@ function render({ model, el: root }) {
       for (const n of slots[j]) {
         const r = runs[n], v = r.lengths.at(i, term(n, row.key));
         const w = top > 0 && isFinite(v) ? (v / top) * BARS.w : 0, bar = Math.max(2, bh - 4);
-        const b = el("rect", { x: BARS.x, y, width: Math.max(w, 0.8), height: bar, fill: look.runs[n].color, class: "dv-bar", "data-run": n, "data-term": row.key, "data-value": v }, bg);
+        // filled as the still's bars: a momentum term solid, the gradient's its tint, the step open; edged in the run's colour
+        const fill = row.key === "step" ? "white" : (r.termColors || {})[row.key] || look.runs[n].color;
+        const b = el("rect", { x: BARS.x, y, width: Math.max(w, 0.8), height: bar, fill, stroke: look.runs[n].color, "stroke-width": 1, class: "dv-bar", "data-run": n, "data-term": row.key, "data-value": v }, bg);
         text(bg, BARS.x + Math.max(w, 0.8) + 3, y + bar / 2 + 4, fmt(v), { "font-size": Math.min(fs.tick, bh - 2), fill: "#333", class: "dv-bar-value", "data-run": n, "data-term": row.key });
         b.addEventListener("mousemove", (ev) => tip.show(`${d.rule_names[n]}, update ${updates[i]}\n${row.label} = ${fmt(v)}`, ...local(ev)));
         b.addEventListener("mouseleave", () => tip.hide());
@@ -391,6 +403,7 @@ function render({ model, el: root }) {
       xs.push(cx); ys.push(cy);
       trail[name].setAttribute("points", points(xs, ys));
       cur[name].setAttribute("cx", cx); cur[name].setAttribute("cy", cy);
+      cur[name].halo.setAttribute("cx", cx); cur[name].halo.setAttribute("cy", cy);
       cur[name].setAttribute("data-x", r.next.at(i, 0));
       cur[name].setAttribute("data-y", r.next.at(i, 1));
       cur[name].setAttribute("data-update", u);
