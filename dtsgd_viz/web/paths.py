@@ -33,8 +33,8 @@ from ..views.paths.scene import build_scene, settings_line
 from ..views.update import geometry as upd
 from ..views.update import panel
 from ..views.update.plot import close_up_marks
-from ..views.update.zoom import BOX_MIN, INSET_RECT, inset_text, shared_factor, shared_zoom, span_text
-from ..widgets.explorer_figure import LATER_VEIL
+from ..views.update.zoom import INSET_RECT, inset_text, shared_factor, shared_zoom, span_text
+from ..widgets.explorer_figure import LATER_VEIL, TRAIL_KEEP
 from . import encode
 from .look import look_data, look_table
 from .widget import BrowserWidget
@@ -304,6 +304,8 @@ def path_state(
     ticks, labels = loss_ticks(loss_lo, loss_hi)
     if ticks and ticks[0] > 3.0 * loss_lo:  # the curve's bottom unlabelled: the decade under it ticked too
         ticks, labels = loss_ticks(10.0 ** np.floor(np.log10(loss_lo)), loss_hi)
+    if ticks and ticks[-1] < loss_hi / 3.0:  # and its top: the decade over it
+        ticks, labels = loss_ticks(ticks[0], 10.0 ** np.ceil(np.log10(loss_hi)))
     zoom, factors, insets, inset_texts = zoom_boxes(positions, chains, nexts, scene.box, iterates)
     looks = style.run_looks(names)
     (ix, iy, iw, ih) = INSET_RECT
@@ -337,6 +339,7 @@ def path_state(
         "mean_loss": {key: window_means(*scene.losses[key][:2], windows) for key in names},  # the bars over it
         "mean_label": MEAN_LABEL,  # their key's words, as the stills' legends say them
         "later_veil": LATER_VEIL,  # the white over the loss after the update shown, as the still's
+        "trail_keep": TRAIL_KEEP,  # the path's segments a close-up keeps before the update, as the still's
         "rest_label": REST_LABEL,  # the pale paths after the update shown, as the explorer still names them
         "zoom": encode.array(zoom),
         "zoom_factor": encode.array(factors),
@@ -348,7 +351,6 @@ def path_state(
         "inset": encode.array(insets),
         "inset_text": inset_texts,
         "inset_rect": [ix, 1.0 - iy - ih, iw, ih],
-        "inset_box_min": BOX_MIN,  # its dotted box at least this wide, as the still's (pixels here)
         "close_key": close_key([scene.colors[k] for k in names]),
         "loss_range": [float(loss_lo), float(loss_hi)] if loss_hi > 0 else None,
         "loss_ticks": ticks,

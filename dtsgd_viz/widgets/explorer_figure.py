@@ -1,7 +1,7 @@
 """``PathExplorer``'s figure: the paths and the loss over one close-up panel per run.
 
 Update n is marked as ``plot_paths`` and ``findings`` mark it: each run's ring at its
-parameters after update n, the loss panel's dashed line and dots at k = n (the loss
+parameters after update n, the loss panel's grey line and rings at k = n (the loss
 after n updates) and the pale band over the updates whose mean loss the headline
 (``findings(..., upto=n)``) compares. At the paths panel's scale most updates are a few
 pixels long, so the update's terms are drawn under the paths, one close-up per run on

@@ -157,7 +157,7 @@ class PathFrame:
     coordinates); ``arrows[(config, term)]``: ``(tail, uv)``, from the parameters
     before it; ``panels[config]``: the close-up's ``PanelData`` (when arrows are on);
     ``loss_markers[config]``: ``(n, loss after n updates)``; ``step_line``: n, the loss
-    panel's dashed line; ``title``, ``finding`` (``findings(..., upto=n)``)."""
+    panel's grey line; ``title``, ``finding`` (``findings(..., upto=n)``)."""
 
     index: int
     update: int

@@ -215,7 +215,7 @@ print(dtsgd_viz.findings(runs, valley, step=4))
 # beside them (the shaded updates are the ones the headline's means are over). Each
 # whole path is drawn in its rule's line (the wider under the narrower, so where paths
 # coincide each shows), and a ring on each marks where the run is after the update `step`
-# names (`step=4` is update 4; in the loss panel the same ring on a dashed line at k = 4,
+# names (`step=4` is update 4; in the loss panel the same ring on a grey line at k = 4,
 # the loss after it); the legend under the panels names the runs, the
 # start, the minimum and the rings. Its
 # terms are too short to see at this scale, so `plot_update(runs, valley, step=4)` takes

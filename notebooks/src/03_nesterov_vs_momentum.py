@@ -74,7 +74,7 @@ for name, rec in recordings.items():
 # momentum swings across the valley, Nesterov runs in to the minimum. The terms of update
 # 5 are too short to see at this scale (plain's and Nesterov's are specks), so
 # `plot_update` below takes it apart up close; the right panel is the loss after k
-# updates, update 5 marked with a dashed line at k = 5 (the loss after it). The
+# updates, update 5 marked with a grey line at k = 5 (the loss after it). The
 # headline compares each run's mean loss over the last 10 updates (shaded; the bars across
 # the band are the means): classical momentum's loss saw-tooths, so one point of it would say little. `findings` (below)
 # prints the same numbers.
@@ -312,7 +312,7 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # the close-ups names their marks (the step in each run's colour, as drawn).
 # Update 20 is marked as
 # in `plot_paths`: each ring is where its run is after update 20, and the loss panel's
-# dashed line and rings sit at k = 20, the loss after it, with the pale band over the
+# grey line and rings sit at k = 20, the loss after it, with the pale band over the
 # updates whose mean the headline compares; the loss after update 20 is faded, as the paths
 # after it are. In the browser, bars beside the close-ups give
 # the lengths of μ·v, −lr·g and of the whole step, each with its number. At update 20

@@ -786,7 +786,7 @@ def test_the_gif_star_is_the_stills_yellow(long_runs, tmp_path):
     (star,) = [a for a in anim._fig.axes[0].lines if a.get_gid() == "minimum"]
     look = style.ROLE_LOOKS["minimum"]
     assert (to_rgb(star.get_markerfacecolor()), star.get_marker()) == (to_rgb(style.MINIMUM_FACE), look.marker)
-    assert star.get_zorder() < style.ROLE_LOOKS["current"].zorder  # opaque, under the rings
+    assert star.get_zorder() > style.ROLE_LOOKS["current"].zorder  # opaque, over the rings (each in a white halo)
     out = tmp_path / "paths.gif"
     anim.save(out, writer="pillow", dpi=60)
     with Image.open(out) as im:  # Pillow's adaptive palette would merge it into the orange
@@ -890,7 +890,7 @@ def test_arrows_are_drawn_by_default_only_where_every_runs_are_long_enough_to_se
 
 
 @pytest.mark.slow
-def test_the_star_is_over_every_path_and_under_the_rings_and_boxes(long_runs):
+def test_the_star_is_over_every_path_and_ring(long_runs):
     from matplotlib.colors import to_rgba
 
     fig = dtsgd_viz.plot_paths(long_runs, CONDITIONED, step=20)
@@ -900,7 +900,8 @@ def test_the_star_is_over_every_path_and_under_the_rings_and_boxes(long_runs):
     paths = [a for a in [*ax.lines, *ax.collections] if kind(a) in ("path", "path-rest", "path-casing", "trail")]
     rings = [a for a in ax.lines if kind(a) == "position"]
     assert paths and star.get_zorder() > max(a.get_zorder() for a in paths)
-    assert rings and star.get_zorder() < min(a.get_zorder() for a in rings)  # a ring on it shows
+    assert rings and star.get_zorder() > max(a.get_zorder() for a in rings)  # a ring on it shows round it, in a halo
+    assert all(a.get_path_effects() for a in rings)
     assert to_rgba(star.get_markerfacecolor()) == to_rgba(style.MINIMUM_FACE)  # opaque: the GIF's yellow too
 
 

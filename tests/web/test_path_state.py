@@ -149,8 +149,10 @@ def test_the_loss_after_k_updates_is_the_surface_at_the_path_points(recs, state)
     # the loss panel's ticks: inside the range, 1-2-5 numbers, increasing, read as labelled
     ticks, labels = state["loss_ticks"], state["loss_labels"]
     assert len(ticks) == len(labels) >= 3
-    # inside the range, or the decade under its bottom where that would be unlabelled (the JS axis reaches it)
-    assert all(10.0 ** np.floor(np.log10(lo)) <= t <= hi for t in ticks) and ticks[0] <= 3.0 * lo
+    # inside the range, or the decades under its bottom and over its top where those would be unlabelled (the JS
+    # axis reaches them)
+    assert all(10.0 ** np.floor(np.log10(lo)) <= t <= 10.0 ** np.ceil(np.log10(hi)) for t in ticks)
+    assert ticks[0] <= 3.0 * lo and ticks[-1] >= hi / 3.0
     assert ticks == sorted(set(ticks))
     for t in ticks:
         mantissa = t / 10.0 ** np.floor(np.log10(t) + 1e-9)

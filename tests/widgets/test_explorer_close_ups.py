@@ -247,7 +247,7 @@ def test_at_tutorial_03s_update_20_update_n_is_marked_at_k_n(tutorial_03):
     z = {ln.get_gid(): ln.get_zorder() for ln in art.ax_path.lines}
     rings = [v for k, v in z.items() if k.startswith("position:")]
     paths = [v for k, v in z.items() if k.startswith("path:")]
-    assert max(paths) < z["minimum"] < min(rings)
+    assert max(paths + rings) < z["minimum"]  # the star over both: a ring on it shows round it, in its halo
 
 
 @pytest.mark.slow

@@ -113,10 +113,10 @@ EXTRA_LOOKS = (
 
 ROLE_LOOKS = {
     "start": Look("black", "none", 1.5, "o", 9.0, zorder=5.0),  # white face
-    "minimum": Look("black", "none", 1.0, "*", 11.0, zorder=3.6),  # MINIMUM_FACE: over paths, under rings, labels
+    "minimum": Look("black", "none", 1.0, "*", 10.0, zorder=6.5),  # MINIMUM_FACE: over paths and rings, under labels
     "current": Look(None, "none", 2.0, "o", 9.0, zorder=6.0),  # the update shown: white face
     "remainder": Look(None, "-", 0.9, zorder=2.2),  # a path after the update shown, tinted by REMAINDER_TINT
-    "update_line": Look("0.35", "--", 1.0, zorder=4.5),  # the loss panel's update: over the lines (it moves)
+    "update_line": Look("#8C8C8C", "-", 1.2, zorder=4.5),  # the loss panel's update (as the shards'), over the lines
     "theory": Look("white", (0, (5.0, 2.0)), 2.0, zorder=4.0),  # stability boundary, outlined
     "rate_level": Look("white", "-", 0.9, zorder=3.5),  # iso-rate contours, outlined
     "critical": Look("black", (0, (6.0, 1.5, 1.5, 1.5)), 1.6, zorder=4.0),  # critical damping

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from ..paths.scene import PathScene
 
 SHAFT, HEAD_WIDTH, HEAD_LENGTH, HEAD_AXIS = 0.024, 3.0, 3.4, 3.0  # quiver's shape, in shaft widths
+QUIVER: dict[str, Any] = dict(angles="xy", scale_units="xy", scale=1.0, headwidth=HEAD_WIDTH, headlength=HEAD_LENGTH)
+QUIVER["headaxislength"] = HEAD_AXIS  # an arrow at its true length, in that shape
 SHAFT_HEADS = 2.0  # a shaft at least this many of its head lengths: the direction reads
 THIN = 0.18 / ((1.0 + SHAFT_HEADS) * HEAD_LENGTH) / 1.3  # the thinnest shaft (an arrow 0.14 of the panel long)
 FOLD = np.cos(np.radians(120.0))  # an arrow turning back more than 120° lies along the one before
@@ -207,12 +209,9 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
     span = float(np.ptp(data.box[0]))
     true = fit_arrows(data.chain, span)
     arrows = beside_folds(true, span, span / (ax.bbox.width * 72.0 / ax.figure.dpi))
-    heads: dict[str, Any] = dict(
-        angles="xy", scale_units="xy", scale=1.0, headwidth=HEAD_WIDTH, headlength=HEAD_LENGTH, headaxislength=HEAD_AXIS
-    )
     for i, a in enumerate(arrows):  # at their true length, each over the one before
         face, z = term_color(a.term, color), ARROW_Z + 0.1 * i
-        q = ax.quiver(a.tail[:1], a.tail[1:], a.uv[:1], a.uv[1:], color=face, width=a.width, edgecolor=color, **heads)
+        q = ax.quiver(a.tail[:1], a.tail[1:], a.uv[:1], a.uv[1:], color=face, width=a.width, edgecolor=color, **QUIVER)
         q.set(linewidth=1.0, zorder=z, gid=f"zoom-arrow:{data.key}:{a.term}")
     if not arrows:
         return arrows
@@ -297,15 +296,18 @@ def _name_arrows(ax: Axes, data: PanelData, arrows: Sequence[DrawnArrow], color:
         d = d / (float(np.hypot(*d)) or 1.0)
         # beside its shaft and (unless moved off it) the head of the arrow before, which its tail starts under
         half = max(0.5 * a.width, 0.5 * HEAD_WIDTH * arrows[i - 1].width if i and not moved else 0.0) * px
-        off = (half + LABEL_GAP) if not zero else RING_MS / 2 + 2.0
+        name = upd.TERM_SHORT[a.term] + (" = 0" if zero else "")
+        size = style.TICK_SIZE if ax.get_axes_locator() else style.LABEL_SIZE  # an inset's: smaller
+        box = 0.31 * size * len(name) * abs(d[0]) + 0.6 * size * abs(d[1])  # centred: its box clear of the shaft
+        off = (half + LABEL_GAP if not zero else RING_MS / 2 + 2.0) + box
         ax.annotate(
-            upd.TERM_SHORT[a.term] + (" = 0" if zero else ""),
+            name,
             anchor,  # pyright: ignore[reportArgumentType]  # stubs: xy is any (x, y) pair, an array too
             xytext=(float(off * d[0]), float(off * d[1])),
             textcoords="offset points",
-            ha="left" if d[0] > 0.35 else "right" if d[0] < -0.35 else "center",
-            va="bottom" if d[1] > 0.35 else "top" if d[1] < -0.35 else "center",
-            fontsize=style.TICK_SIZE if ax.get_axes_locator() else style.LABEL_SIZE,  # an inset's: smaller
+            ha="center",
+            va="center",
+            fontsize=size,
             fontweight="normal" if a.term == "gradient" else "bold",
             color=color,
             zorder=LABEL_Z,

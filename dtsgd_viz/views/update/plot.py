@@ -125,8 +125,7 @@ def close_up_marks(after: str | None = "after it", trail: bool = True, colors: S
         "step (the arrows' sum)": [dict(ls="-", lw=1.1, color=c) for c in colors] or dict(ls="-", lw=1.1, color=grey),
         "path so far": [pale(c) for c in colors] or pale(grey),
     }
-    keep = {k: dict(m, mew=1.4) if "marker" in m else m for k, m in marks.items() if k}
-    return keep if trail else {k: m for k, m in keep.items() if k != "path so far"}
+    return {k: dict(m, mew=1.4) if "marker" in m else m for k, m in marks.items() if k and (trail or "path" not in k)}
 
 
 def key_handle(mark: dict | list[dict]) -> Any:

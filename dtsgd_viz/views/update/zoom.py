@@ -24,7 +24,6 @@ INSET_BELOW = 0.2  # an update spanning less than this of the shared box is draw
 INSET_SIZE = 0.55  # of its panel's side: the inset's, in its upper right corner (its update in the lower left's middle)
 INSET_CORNER = 0.98 - INSET_SIZE  # its lower left: the inset sits in the upper right, just inside the frame
 INSET_RECT = (INSET_CORNER, INSET_CORNER, INSET_SIZE, INSET_SIZE)  # in its panel: x0, y0 from the lower left, w, h
-BOX_MIN = 16.0  # points: the dotted box round what an inset enlarges is at least this wide (the marks' size)
 
 
 def span_text(k: float) -> str:
@@ -99,26 +98,23 @@ def draw_inset(
     run_style: Mapping[str, Any],
     labels: bool = False,
 ) -> Axes:
-    """``own`` at its own zoom in an inset of ``ax`` marked 1/N, a dotted box round what it enlarges (centred on
-    it, clear of its rings, at least ``BOX_MIN`` across) and a leader from that box to the inset."""
+    """``own`` at its own zoom in an inset of ``ax`` marked 1/N, a dotted box round what it enlarges (over the
+    marks, however small) and a dotted leader from that box to the inset."""
     from matplotlib.patches import Rectangle
 
     assert own.box is not None and shared.box is not None
     key, color = own.key, scene.colors[own.key]
     inset = ax.inset_axes(INSET_RECT, zorder=20)  # over the trail only
     panel.draw_update_panel(inset, scene, own, color, run_style, True, whole_path=False, labels=labels)
-    mark = dict(
+    mark: dict[str, Any] = dict(
         transform=inset.transAxes, ha="left", va="top", fontsize=style.NOTE_SIZE, color=color, fontweight="bold"
     )
     inset.text(0.04, 0.96, inset_text(scene.box, own), gid=f"inset-zoom:{key}", **mark)  # 1/N of the paths' width
     inset.tick_params(labelleft=False, labelbottom=False, length=0)
     inset.set_facecolor("white")
     (a0, a1), (b0, b1), ((s0, s1), (t0, t1)) = *own.box, shared.box  # and its axes' limits
-    pt = (s1 - s0) / (ax.bbox.width * 72 / ax.figure.dpi)  # a point in data units; the box round the rings:
-    grow = max(panel.RING_MS / 2 * pt, (BOX_MIN * pt - (a1 - a0)) / 2)
-    a0, a1, b0, b1 = a0 - grow, a1 + grow, b0 - grow, b1 + grow
-    ax.add_patch(
-        Rectangle((a0, b0), a1 - a0, b1 - b0, fill=False, ec=color, lw=0.9, ls=":", zorder=8, gid=f"inset-box:{key}")
+    ax.add_patch(  # over the marks: a box smaller than they are still shows
+        Rectangle((a0, b0), a1 - a0, b1 - b0, fill=False, ec=color, lw=0.9, ls=":", zorder=8.5, gid=f"inset-box:{key}")
     )  # and a dotted leader from it to the inset's corner
     lead = ([a1, s0 + INSET_CORNER * (s1 - s0)], [b1, t0 + INSET_CORNER * (t1 - t0)])
     ax.plot(*lead, ls=":", color=color, lw=0.9, zorder=8, gid=f"inset-leader:{key}")

@@ -153,11 +153,6 @@ function render({ model, el: root }) {
     const r = runs[name];
     start[name] = el("path", { d: markerPath("circle", st.size * 0.55), transform: `translate(${r.px[0]},${r.py[0]})`, fill: "white", stroke: "black", "stroke-width": 1.2, class: "dv-start" }, pg);
   }
-  // the minimum under the rings (as the stills: style.ROLE_LOOKS["minimum"] under "current")
-  const mn = arr(d.minima), ml = look.roles.minimum;
-  for (let i = 0; i < mn.shape[0]; i++) {
-    el("path", { d: markerPath("star", ml.size * 0.6), transform: `translate(${main.x(mn.at(i, 0))},${main.y(mn.at(i, 1))})`, fill: look.minimum_face, stroke: "black", "stroke-width": 0.8, class: "dv-minimum" }, pg);
-  }
   for (const name of names) {
     const lk = look.runs[name];
     const ring = look.roles.current;  // the ring every static figure draws: after the update shown
@@ -165,6 +160,12 @@ function render({ model, el: root }) {
     const halo = el("circle", { r: ring.size / 2, fill: "none", stroke: "white", "stroke-width": ring.width + 2.4, class: "dv-current-halo", "data-run": name }, pg);
     cur[name] = el("circle", { r: ring.size / 2, fill: "none", stroke: lk.color, "stroke-width": ring.width, class: "dv-current", "data-run": name }, pg);
     cur[name].halo = halo;
+  }
+
+  // the minimum over the rings (as the stills: style.ROLE_LOOKS["minimum"] over "current")
+  const mn = arr(d.minima), ml = look.roles.minimum;
+  for (let i = 0; i < mn.shape[0]; i++) {
+    el("path", { d: markerPath("star", ml.size * 0.6), transform: `translate(${main.x(mn.at(i, 0))},${main.y(mn.at(i, 1))})`, fill: look.minimum_face, stroke: "black", "stroke-width": 0.8, class: "dv-minimum" }, pg);
   }
 
   // ---- the loss panel ----
@@ -175,7 +176,7 @@ function render({ model, el: root }) {
   let ly = null;
   if (d.loss_range) {
     const [lo, hi] = d.loss_range, pad = Math.max(Math.log10(hi / lo) * 0.06, 0.05);
-    ly = logScale(Math.min(lo / 10 ** pad, d.loss_ticks[0] ?? lo), hi * 10 ** pad, LOSS.y + LOSS.h, LOSS.y);  // every tick on the axis
+    ly = logScale(Math.min(lo / 10 ** pad, d.loss_ticks[0] ?? lo), Math.max(hi * 10 ** pad, d.loss_ticks[d.loss_ticks.length - 1] ?? hi), LOSS.y + LOSS.h, LOSS.y);  // every tick on the axis
     d.loss_ticks.forEach((t, i) => {
       const y = ly(t);
       el("line", { x1: LOSS.x - 4, x2: LOSS.x, y1: y, y2: y, stroke: "#333" }, lg);
@@ -270,7 +271,10 @@ function render({ model, el: root }) {
   // reaches (an inset's too, as the still's), the terms tip to tail as arrows and, for two, the step line
   function drawUpdate(cg, f, r, i, name, lk, inset, bounds) {
     const xs = [], ys = [];
-    for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) { xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1))); }  // up to where update n starts
+    for (let k = 0; k < r.path.shape[0] && r.pathIndex[k] <= d.frame_index[i]; k++) {  // up to where update n starts,
+      if (d.trail_keep != null && r.pathIndex[k] < d.frame_index[i] - d.trail_keep) continue;  // its last segments (the still's)
+      xs.push(f.x(r.path.at(k, 0))); ys.push(f.y(r.path.at(k, 1)));
+    }
     xs.push(f.x(r.position.at(i, 0))); ys.push(f.y(r.position.at(i, 1)));
     el("polyline", { points: points(xs, ys), ...(r.faint ? lineStyle(r.faint) : { ...lineStyle(lk), opacity: 0.3 }), class: "dv-close-path", "data-run": name }, cg);
     // after the update: a small thin ring under the arrows (as the still), their heads read over it
@@ -327,12 +331,10 @@ function render({ model, el: root }) {
       if (!ib || !isFinite(ib[0][0])) return;
       for (const t of cg.querySelectorAll("text.dv-term-label")) t.remove();  // named in its inset only
       const rect = insetRects[j];
-      // centred on what it enlarges, clear of its rings (r 4) and at least d.inset_box_min across, as the still's
-      const bw = (ib[0][1] - ib[0][0]) * f.scale, bh = (ib[1][1] - ib[1][0]) * f.scale, grow = Math.max(4, ((d.inset_box_min || 0) - bw) / 2);
-      const bx = f.x(ib[0][0]) - grow, by = f.y(ib[1][1]) - grow;
-      el("rect", { x: bx, y: by, width: bw + 2 * grow, height: bh + 2 * grow, fill: "none", stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-box", "data-run": name }, cg);
-      // a dotted leader from the box to the inset's corner, as the still's
-      el("line", { x1: bx + bw + 2 * grow, y1: by, x2: rect.x, y2: rect.y + rect.h, stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-leader", "data-run": name }, cg);
+      // what it enlarges, over the marks however small, and a dotted leader from it to the inset's corner (the still's)
+      const bw = (ib[0][1] - ib[0][0]) * f.scale, bh = (ib[1][1] - ib[1][0]) * f.scale, bx = f.x(ib[0][0]), by = f.y(ib[1][1]);
+      el("rect", { x: bx, y: by, width: bw, height: bh, fill: "none", stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-box", "data-run": name }, cg);
+      el("line", { x1: bx + bw, y1: by, x2: rect.x, y2: rect.y + rect.h, stroke: lk.color, "stroke-width": 1.2, "stroke-dasharray": "1.5 2", class: "dv-inset-leader", "data-run": name }, cg);
       const ig = el("g", { class: "dv-inset", "data-run": name, "data-box": JSON.stringify(ib), "data-rect": JSON.stringify(rect) }, cg);
       el("rect", { x: rect.x, y: rect.y, width: rect.w, height: rect.h, fill: "white", stroke: lk.color, "stroke-width": 1.2 }, ig);
       const inner = el("g", { "clip-path": `url(#${uid}-clip${1 + nr + j})` }, ig);
