@@ -221,7 +221,7 @@ def tutorial_03():
 @pytest.mark.slow
 def test_at_tutorial_03s_update_20_update_n_is_marked_at_k_n(tutorial_03):
     """Tutorial 03's explorer at update 20 marks it as plot_paths and findings do: the
-    dashed line and the dots at k = 20, each dot the loss after 20 updates, each ring at
+    grey line and the dots at k = 20, each dot the loss after 20 updates, each ring at
     the parameters after update 20, the headline's mean band over findings' window, a bar at each run's mean;
     the paths panel carries no text tag (the legend names the marks), and the star is
     drawn over the paths, under the boxes and rings."""
@@ -269,7 +269,7 @@ def test_the_still_shows_the_update_its_headline_and_the_close_ups_on_one_zoom(r
     ax_path, ax_loss = fig.axes[:2]
     paths_span = max(np.ptp(ax_path.get_xlim()), np.ptp(ax_path.get_ylim()))
     assert f"every panel spans {span_text(paths_span / spans[0])} of the paths' width" in caption.get_text()
-    # update 7 read off the still's artists: the dashed line and the dots at k = 7, each
+    # update 7 read off the still's artists: the grey line and the dots at k = 7, each
     # dot the loss after 7 updates, each ring the parameters after update 7
     (step,) = [ln for ln in ax_loss.lines if ln.get_gid() == "step-line"]
     assert list(step.get_xdata()) == [7, 7] == [dtsgd_viz.findings(recs, ROTATED, upto=7).window[1]] * 2
