@@ -109,7 +109,7 @@ function render({ model, el: root }) {
   if (d.box_ticks) {  // ticks inside the frame's bottom and left edges, the axes named in their corners (Python's)
     const tg = el("g", { class: "dv-box-ticks" }, svg), I = main.inner, tick = { "font-size": fs.tick - 1, fill: "#333", ...HALO };
     d.box_ticks[0].forEach((t) => { const x = main.x(t); el("line", { x1: x, x2: x, y1: I.y + I.h - 5, y2: I.y + I.h, stroke: "#555" }, tg); text(tg, x, I.y + I.h - 8, fmt(t).replace("-", "\u2212"), { ...tick, "text-anchor": "middle" }); });
-    d.box_ticks[1].forEach((t) => { const y = main.y(t); el("line", { x1: I.x, x2: I.x + 5, y1: y, y2: y, stroke: "#555" }, tg); text(tg, I.x + 8, y + 4, fmt(t).replace("-", "\u2212"), tick); });
+    d.box_ticks[1].forEach((t) => { const y = main.y(t); el("line", { x1: I.x, x2: I.x + 4, y1: y, y2: y, stroke: "#555" }, tg); text(tg, I.x + 12, y + 4, fmt(t).replace("-", "\u2212"), tick); });
     text(tg, I.x + I.w - 6, I.y + I.h - 22, d.axis_names[0], { ...tick, "text-anchor": "end", "font-style": "italic" });
     text(tg, I.x + 8, I.y + 16, d.axis_names[1], { ...tick, "font-style": "italic" });
   }
