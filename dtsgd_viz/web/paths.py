@@ -339,6 +339,7 @@ def path_state(
         "mean_loss": {key: window_means(*scene.losses[key][:2], windows) for key in names},  # the bars over it
         "mean_label": MEAN_LABEL,  # their key's words, as the stills' legends say them
         "later_veil": LATER_VEIL,  # the white over the loss after the update shown, as the still's
+        "trail_dot": round(panel.TRAIL_DOT / 2 * style.DPI / 72.0, 3),  # the path so far's dots (radius, pixels)
         "trail_keep": TRAIL_KEEP,  # the path's segments a close-up keeps before the update, as the still's
         "rest_label": REST_LABEL,  # the pale paths after the update shown, as the explorer still names them
         "zoom": encode.array(zoom),

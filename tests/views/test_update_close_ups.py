@@ -206,6 +206,12 @@ def test_the_path_so_far_is_drawn_light_and_thin_unlike_the_arrows(cases):
                     q.width * ax.bbox.width for q in ax.collections if (q.get_gid() or "").startswith("zoom-arrow:")
                 ]
                 assert lw_px < min(shafts), case
+                # a dot at each earlier point of the path (its segments' starts), in the line's colours: the path
+                # so far reads as points taken, unlike the pale lines of the updates after the one shown
+                (dots,) = [d for d in ax.collections if d.get_gid() == gid.replace("zoom-trail:", "zoom-trail-points:")]
+                starts = np.asarray([seg[0] for seg in c.get_segments()])
+                np.testing.assert_allclose(np.asarray(dots.get_offsets()), starts, err_msg=case)
+                np.testing.assert_allclose(dots.get_facecolors(), rgba, err_msg=case)
                 checked += 1
     assert checked >= 10
 

@@ -413,6 +413,8 @@ def test_the_close_ups_key_says_the_stills_words():
     step, trail = close_key(["#0072B2", (0.8, 0.4, 0.0)])[2:]
     assert step["colors"] == ["#0072b2", "#cc6600"] and "colors" not in key[2]
     assert trail["colors"] == [mcolors.to_hex(tint(c, FAINT_TINT)) for c in ("#0072B2", (0.8, 0.4, 0.0))]  # as drawn
+    # the still's key draws the path so far with its dots, as the close-ups do (not as the pale later updates)
+    assert all(m["marker"] == "o" and m["ms"] > 0 for m in close_up_marks(colors=["#0072B2"])["path so far"])
 
 
 # ---- the slider's decimation and the update picked ----------------------------------

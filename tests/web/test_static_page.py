@@ -248,6 +248,12 @@ def test_the_keys_name_the_close_ups_marks_and_the_bars_without_overlapping(page
     entries = page.locator("g.dv-close-key-entry").all()
     assert [e.locator("text").text_content() for e in entries] == list(close_up_marks())
     assert [e.get_attribute("data-mark") for e in entries] == ["before", "after", "step", "trail"]
+    assert entries[3].locator("circle").count() == entries[3].locator("line").count() > 0  # the path's dots, as drawn
+    # a dot at each point of a close-up's path before the white disk (a panel's and its inset's)
+    paths, dots = page.locator("polyline.dv-close-path").all(), page.locator("circle.dv-close-dot").all()
+    xy = [[tuple(map(float, p.split(","))) for p in (ln.get_attribute("points") or "").split()] for ln in paths]
+    got = [(float(d.get_attribute("cx") or "nan"), float(d.get_attribute("cy") or "nan")) for d in dots]
+    assert paths and sorted(got) == sorted(p for pts in xy for p in pts[:-1])
 
     def boxes(selector):
         return [page.locator(selector).nth(i).bounding_box() for i in range(page.locator(selector).count())]

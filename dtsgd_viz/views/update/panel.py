@@ -185,6 +185,8 @@ def draw_update_panel(
         ax.add_collection(
             LineCollection(list(seg), colors=rgba, linewidths=TRAIL_LW, gid=f"zoom-trail:{data.key}", zorder=3)
         )
+        # a dot at each point taken: unlike the pale lines of the updates after the one shown
+        ax.scatter(*seg[:, 0].T, s=TRAIL_DOT**2, c=rgba, lw=0, zorder=3.1, gid=f"zoom-trail-points:{data.key}")
     x, y = float(data.position[0]), float(data.position[1])
     ax.plot([x], [y], "o", ms=START_MS, mfc="white", mec=color, mew=1.4, zorder=8, gid=f"zoom-position:{data.key}")
     arrows = _draw_chain(ax, data, color)
@@ -194,6 +196,7 @@ def draw_update_panel(
 
 
 TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5  # the path so far: pale and thin, never read as an arrow
+TRAIL_DOT = 4.0  # points: the dot at each of its updates' points
 RING_MS = 8.0  # the ring round the point after the update: small and thin, under the arrows
 START_MS = 6.0  # the white disk where the update starts, over the arrows' tails (zorder 8), under their names
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it

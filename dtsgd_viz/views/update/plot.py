@@ -118,14 +118,15 @@ def close_up_marks(after: str | None = "after it", trail: bool = True, colors: S
     """``{name: Line2D keywords}``: the close-ups' marks in grey, as a key names them (``after``: the ring's), the
     step and the path in each of ``colors`` as drawn (a list of keywords; ``key_handle`` draws them end to end)."""
     grey, ring = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"].marker
-    pale = lambda c: dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(c, panel.TRAIL_TINT), alpha=0.8)  # noqa: E731
+    dot = dict(marker="o", ms=panel.TRAIL_DOT, mew=0)  # the path so far: its line and a dot, as drawn
+    pale = lambda c: dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(c, panel.TRAIL_TINT), alpha=0.8) | dot  # noqa: E731
     marks = {
         "before the update: g taken here": dict(ls="none", marker="o", ms=panel.START_MS, mfc="white", mec=grey),
         after: dict(ls="none", marker=ring, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3)),
         "step (the arrows' sum)": [dict(ls="-", lw=1.1, color=c) for c in colors] or dict(ls="-", lw=1.1, color=grey),
         "path so far": [pale(c) for c in colors] or pale(grey),
     }
-    return {k: dict(m, mew=1.4) if "marker" in m else m for k, m in marks.items() if k and (trail or "path" not in k)}
+    return {k: {"mew": 1.4} | m if "marker" in m else m for k, m in marks.items() if k and (trail or "path" not in k)}
 
 
 def key_handle(mark: dict | list[dict]) -> Any:

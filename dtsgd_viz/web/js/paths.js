@@ -244,6 +244,7 @@ function render({ model, el: root }) {
       if (entry.mark === "before") el("circle", { cx: 9, cy: 0, r: 3.5, fill: "white", stroke: entry.color, "stroke-width": 1.4 }, g);
       else if (entry.mark === "after") el("circle", { cx: 9, cy: 0, r: 4, fill: "none", stroke: entry.color, "stroke-width": 1.4 }, g);
       else (entry.colors || [entry.color]).forEach((c, j, all) => el("line", { x1: 18 * j / all.length, x2: 18 * (j + 1) / all.length, y1: 0, y2: 0, stroke: c, "stroke-width": entry.width }, g));  // the step: each run's colour, end to end
+      if (entry.mark === "trail") (entry.colors || [entry.color]).forEach((c, j, all) => el("circle", { cx: 18 * (j + 0.5) / all.length, cy: 0, r: d.trail_dot, fill: c }, g));  // its dots
       text(g, 24, 4, entry.text, { "font-size": fs.tick, fill: "#333" });
     });
   }
@@ -277,6 +278,12 @@ function render({ model, el: root }) {
     }
     xs.push(f.x(r.position.at(i, 0))); ys.push(f.y(r.position.at(i, 1)));
     el("polyline", { points: points(xs, ys), ...(r.faint ? lineStyle(r.faint) : { ...lineStyle(lk), opacity: 0.3 }), class: "dv-close-path", "data-run": name }, cg);
+    // a dot at each update's point before (the white disk is the last), as the still's: points taken, unlike the
+    // pale lines of the updates after the one shown
+    const dot = r.faint ? r.faint.color : lk.color;
+    for (let k = 0; k + 1 < xs.length; k++) {
+      if (isFinite(xs[k]) && isFinite(ys[k])) el("circle", { cx: xs[k].toFixed(2), cy: ys[k].toFixed(2), r: d.trail_dot, fill: dot, class: "dv-close-dot", "data-run": name }, cg);
+    }
     // after the update: a small thin ring under the arrows (as the still), their heads read over it
     el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: inset ? "dv-inset-next" : "dv-next" }, cg);
     let px = r.position.at(i, 0), py = r.position.at(i, 1);
