@@ -1,11 +1,11 @@
 """``ShardExplorer({name: recording, ...})``: the same tensor of several runs at one update,
-side by side on one colour scale, over each run's norm of it across the updates (one log
-scale, the shown update marked). The runs are checked as ``plot_compare`` checks them
-(one model, one mesh, the same recorded updates)."""
+side by side on one colour scale, over each run's distance from the first run's across the
+updates (``gap_lines``: the title's ``gaps`` at every update, the shown update marked). The
+runs are checked as ``plot_compare`` checks them (one model, one mesh, the same recorded updates)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib import colors as mcolors
@@ -15,7 +15,7 @@ from ..views.core import style
 from ..views.core.figure import fit, headline
 from ..views.shards.findings import subject_text
 from ..views.shards.geometry import as_image, axis_labels, run_limit, symmetric_limit, update_index
-from ..views.shards.lines import STEP_LINE_COLOR, STEP_LINE_WIDTH, log_y
+from ..views.shards.lines import STEP_LINE_COLOR, STEP_LINE_WIDTH
 from ..views.shards.plot import TensorPanel
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from ..recording.recording import Recording
 
-__all__ = ["RunsShardsView", "gaps", "gaps_text", "tensor_norms"]
+__all__ = ["RunsShardsView", "gap_lines", "gaps", "gaps_text", "tensor_norms"]
 
 
 def tensor_norms(recording: Recording, name: str, kind: str) -> np.ndarray:
@@ -53,6 +53,35 @@ def gaps(runs: dict[str, Recording], name: str, kind: str = "velocity", step: in
         base = float(np.linalg.norm(a))
         out[run] = float(np.linalg.norm(b - a)) / base if base > 0 else float(np.any(b != a))
     return out
+
+
+def gap_lines(runs: dict[str, Recording], name: str, kind: str = "velocity") -> dict[str, np.ndarray]:
+    """``gaps`` at every recorded update: ``{run: (n,)}`` for each run but the first, in
+    memory linear in one chunk of updates (``CHUNK``), not in the whole run as float64."""
+    names = list(runs)
+    first = runs[names[0]]
+    if first.mode == "stats":
+        a = tensor_norms(first, name, kind)
+        diffs = {run: np.abs(tensor_norms(runs[run], name, kind) - a) for run in names[1:]}
+        return {run: _relative(d, a, d != 0) for run, d in diffs.items()}
+    base = first.global_values(name, kind)
+    out = {run: np.empty(len(first.steps)) for run in names[1:]}
+    for lo in range(0, len(first.steps), CHUNK):
+        a = np.asarray(base[lo : lo + CHUNK], np.float64).reshape(-1, int(np.prod(base.shape[1:])))
+        for run in names[1:]:
+            b = np.asarray(runs[run].global_values(name, kind)[lo : lo + CHUNK], np.float64).reshape(a.shape)
+            diff, size = np.linalg.norm(b - a, axis=1), np.linalg.norm(a, axis=1)
+            out[run][lo : lo + len(a)] = _relative(diff, size, np.any(b != a, axis=1))
+    return out
+
+
+CHUNK = 256  # updates ``gap_lines`` takes at a time
+
+
+def _relative(diff: np.ndarray, base: np.ndarray, differs: np.ndarray) -> np.ndarray:
+    """``diff / base``; where ``base`` is 0: 1 where anything differs (``differs``), else 0, as ``gaps``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(base > 0, diff / np.where(base > 0, base, 1.0), np.asarray(differs, np.float64))
 
 
 def gaps_text(runs: dict[str, Recording], name: str, kind: str = "velocity", step: int | None = None) -> str:
@@ -87,6 +116,7 @@ class RunsShardsView:
         self.runs, self.name, self.kind, self.index = runs, name, kind, index
         self.fixed_scale, self.figure = bool(fixed_scale), figure
         self.names = list(runs)
+        self.others = self.names[1:]  # the runs compared with the first (the gap panel's lines)
         self.look = looks(self.names)
         first = runs[self.names[0]]
         self.updates = np.asarray(first.steps)
@@ -116,28 +146,21 @@ class RunsShardsView:
             if i == 0:
                 self.heat_axes[i].set_ylabel(ylabel, fontsize=style.LABEL_SIZE)
         current = style.ROLE_LOOKS["current"]  # the update shown: a white-faced ring
-        for run in self.names:
+        for run in self.others:  # each run's distance from the first: the title's gaps at every update
             (line,) = self.norm_ax.plot(
-                self.updates, self._positive(self.norms[run]), label=display_name(run), **self.look[run].line()
+                self.updates, self._percent(run), label=display_name(run), **self.look[run].line()
             )
-            (marker,) = self.norm_ax.plot(
-                [],
-                [],
-                ls="none",
-                marker=current.marker,
-                ms=current.ms,
-                mfc="white",
-                mec=self.look[run].color,
-                mew=current.lw,
-                zorder=current.zorder,
+            ring: dict[str, Any] = dict(
+                marker=current.marker, ms=current.ms, mfc="white", mec=self.look[run].color, mew=current.lw
             )
+            (marker,) = self.norm_ax.plot([], [], ls="none", zorder=current.zorder, **ring)
             self.lines.append(line)
             self.markers.append(marker)
         # the update shown, as the shards' norm panels mark it: a thin grey line under the rings (they may coincide)
         self.step_line = self.norm_ax.axvline(0, color=STEP_LINE_COLOR, lw=STEP_LINE_WIDTH, zorder=1.5, gid="step-line")
-        log_y(self.norm_ax)  # the one log tick format, at least three labels (views.shards.lines)
+        self._floor()
         self.norm_ax.set_xlabel("update", fontsize=style.LABEL_SIZE)
-        self.norm_ax.set_ylabel(f"‖{kind}‖", fontsize=style.LABEL_SIZE)  # the title names the tensor
+        self.norm_ax.set_ylabel(self._ylabel(), fontsize=style.LABEL_SIZE)  # the title names the tensor
         self.norm_ax.tick_params(labelsize=style.TICK_SIZE)
         self.norm_ax.grid(alpha=0.3)
         self.norm_ax.legend(fontsize=style.NOTE_SIZE, frameon=False, loc="best")
@@ -152,7 +175,7 @@ class RunsShardsView:
         ax.set_title(display_name(run), fontsize=style.TITLE_SIZE, pad=pad + 3, color=ink, fontweight="bold", bbox=box)
 
     def _load(self):
-        self.norms = {run: tensor_norms(r, self.name, self.kind) for run, r in self.runs.items()}
+        self.gaps = gap_lines(self.runs, self.name, self.kind)
         self.values = {}
         if not self.stats_only:
             for run, r in self.runs.items():
@@ -175,15 +198,26 @@ class RunsShardsView:
     def limit(self) -> float | None:
         return self._limit()
 
-    @staticmethod
-    def _positive(values):
-        v = np.asarray(values, np.float64)
-        return np.where(np.isfinite(v) & (v > 0), v, np.nan)
+    def _percent(self, run: str) -> np.ndarray:
+        """``run``'s distance from the first run at every update, in percent (not finite: not drawn)."""
+        v = 100.0 * np.asarray(self.gaps[run], np.float64)
+        return np.where(np.isfinite(v), v, np.nan)
+
+    def _floor(self) -> None:
+        """The gap axis from just under 0: a run equal to the first is a line at 0, drawn whole, its ring too."""
+        top = max([float(np.nanmax(ln.get_ydata(), initial=0.0)) for ln in self.lines] + [0.0]) or 1.0
+        self.norm_ax.set_ylim(-0.06 * top, 1.08 * top)
+
+    def _ylabel(self) -> str:
+        """The gap panel's axis: how far from the first run, in percent of the first's (``gaps``)."""
+        first = display_name(self.names[0])
+        if self.stats_only:
+            return f"‖{self.kind}‖ gap\nfrom {first}'s, %"
+        return f"gap from\n{first}, %"  # of its norm: the title's
 
     def _set_markers(self):
-        for run, marker in zip(self.names, self.markers):
-            y = self._positive(self.norms[run][self.index : self.index + 1])
-            marker.set_data([self.updates[self.index]], y)
+        for run, marker in zip(self.others, self.markers):
+            marker.set_data([self.updates[self.index]], self._percent(run)[self.index : self.index + 1])
         self.step_line.set_xdata([self.updates[self.index]] * 2)
 
     def title(self) -> str:
@@ -213,11 +247,12 @@ class RunsShardsView:
     def set_kind(self, kind: str) -> None:
         self.kind = kind
         self._load()
-        for run, line in zip(self.names, self.lines):
-            line.set_ydata(self._positive(self.norms[run]))
+        for run, line in zip(self.others, self.lines):
+            line.set_ydata(self._percent(run))
         self.norm_ax.relim()
         self.norm_ax.autoscale_view()
-        self.norm_ax.set_ylabel(f"‖{kind}‖", fontsize=style.LABEL_SIZE)
+        self._floor()
+        self.norm_ax.set_ylabel(self._ylabel(), fontsize=style.LABEL_SIZE)
         for panel in self.panels:
             if panel.colorbar is not None:
                 panel.colorbar.set_label(f"{kind} value")

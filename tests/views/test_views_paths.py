@@ -977,6 +977,12 @@ def test_every_runs_loss_ring_is_its_path_ring_and_the_legend_names_it(rotated):
         assert dot.get_markerfacecolor() == "none" and dot.get_markeredgecolor() == style.RULE_LOOKS[key].color
         assert dot.get_markersize() == DOT_SIZE
         assert (list(dot.get_xdata()), list(dot.get_ydata())) == ([1], [pytest.approx(after[key])])
-    # the legend's "after update 1" is that ring too
-    (key,) = [h for h in fig.legends[0].legend_handles if h.get_label() == "after update 1"]
-    assert key.get_marker() == style.ROLE_LOOKS["current"].marker and key.get_markerfacecolor() == "none"
+    # the legend's "after update 1" is that ring too, in each run's colour side by side (one meaning of grey: plain)
+    legend = fig.legends[0]
+    (i,) = [i for i, t in enumerate(legend.get_texts()) if t.get_text() == "after update 1"]
+    from matplotlib.offsetbox import DrawingArea
+
+    (box,) = [b for b in legend.findobj(DrawingArea) if legend.legend_handles[i] in b.get_children()]
+    drawn = [a for a in box.get_children() if a.get_marker() not in ("None", "", None)]
+    assert [k.get_markeredgecolor() for k in drawn] == [style.RULE_LOOKS[k].color for k in same]
+    assert {(k.get_marker(), k.get_markerfacecolor()) for k in drawn} == {(style.ROLE_LOOKS["current"].marker, "none")}

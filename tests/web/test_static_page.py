@@ -10,6 +10,7 @@ import pytest
 from helpers.browser import browser, browser_test  # noqa: F401
 from helpers.builders import tutorial_03_runs
 from helpers.web_page import open_saved, saved_page
+from matplotlib import colors as mcolors
 
 import dtsgd_viz
 from dtsgd_viz import web
@@ -249,6 +250,13 @@ def test_the_keys_name_the_close_ups_marks_and_the_bars_without_overlapping(page
     assert [e.locator("text").text_content() for e in entries] == list(close_up_marks())
     assert [e.get_attribute("data-mark") for e in entries] == ["before", "after", "step", "trail"]
     assert entries[3].locator("circle").count() == entries[3].locator("line").count() > 0  # the path's dots, as drawn
+    # the paths' key rings the update shown in each run's colour, as drawn (grey is plain's alone)
+    from dtsgd_viz.views.core import style
+
+    rings = [r.get_attribute("stroke") for r in page.locator("circle.dv-ring-key").all()]
+    assert [mcolors.to_hex(c) for c in rings] == [
+        mcolors.to_hex(style.RULE_LOOKS[k].color) for k in ("plain", "momentum", "nesterov")
+    ]
     # a dot at each point of a close-up's path before the white disk (a panel's and its inset's)
     paths, dots = page.locator("polyline.dv-close-path").all(), page.locator("circle.dv-close-dot").all()
     xy = [[tuple(map(float, p.split(","))) for p in (ln.get_attribute("points") or "").split()] for ln in paths]

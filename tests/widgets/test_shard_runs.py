@@ -1,6 +1,6 @@
 """``ShardExplorer({name: Recording})``: real runs side by side, the heatmaps holding each
-run's recorded tensor at the slider's update on one colour scale, the norm lines equal to
-numpy's norm of the recorded values."""
+run's recorded tensor at the slider's update on one colour scale, the gap lines equal to
+numpy's distance of each run's recorded values from the first run's."""
 
 import numpy as np
 import pytest
@@ -43,18 +43,19 @@ def test_each_run_at_the_slider_update_on_one_scale(runs):
         assert -lo == hi == pytest.approx(np.abs(every).max())  # fixed over the whole of every run
         for heatmap, r in zip(view.heatmaps, runs.values()):
             np.testing.assert_array_equal(heatmap.get_array(), r.global_values("w", "velocity")[update - 1])
-        for marker, r in zip(view.markers, runs.values()):
-            v = r.global_values("w", "velocity")[update - 1].astype(np.float64)
-            assert marker.get_xdata()[0] == update
-            assert marker.get_ydata()[0] == pytest.approx(np.linalg.norm(v), rel=1e-5)
+        a, b = (r.global_values("w", "velocity")[update - 1].astype(np.float64) for r in runs.values())
+        (marker,) = view.markers  # the second run's distance from the first, in percent of the first's norm
+        assert marker.get_xdata()[0] == update
+        assert marker.get_ydata()[0] == pytest.approx(100 * np.linalg.norm(b - a) / np.linalg.norm(a), rel=1e-5)
         assert list(view.step_line.get_xdata()) == [update, update]  # seen where the rings coincide
     ex.fixed.value = False  # the scale of this update, still shared
     now = max(np.abs(r.global_values("w", "velocity")[8]).max() for r in runs.values())
     assert {h.get_clim() for h in view.heatmaps} == {(-now, now)}
     ex.kind.value = "grad"
-    for line, r in zip(view.lines, runs.values()):
-        g = r.global_values("w", "grad").astype(np.float64).reshape(len(r), -1)
-        np.testing.assert_allclose(line.get_ydata(), np.linalg.norm(g, axis=1), rtol=1e-5)
+    a, b = (r.global_values("w", "grad").astype(np.float64).reshape(len(r), -1) for r in runs.values())
+    (line,) = view.lines
+    np.testing.assert_allclose(line.get_ydata(), 100 * np.linalg.norm(b - a, axis=1) / np.linalg.norm(a, axis=1))
+    assert view.norm_ax.get_ylabel() == "gap from\nmomentum, %"
     assert view.panels[-1].colorbar.ax.get_ylabel() == "grad value"
     assert len(ex.render()) > 1000
 
@@ -65,15 +66,19 @@ def test_the_legend_names_the_runs_as_the_chips_do_and_the_norm_label_stays_clea
     "‖velocity‖ of hidden/kernel" reached up to the heatmaps' x labels."""
     from dtsgd_viz.views.compare import display_name
 
-    names = {"momentum": runs_of(CONFIGS)["momentum"], "nesterov (default)": runs_of(CONFIGS)["nesterov"]}
+    m = runs_of(CONFIGS)["momentum"]
+    names = {"momentum": m, "nesterov (default)": m}  # as a stale-velocity run takes momentum's every step
     view = ShardExplorer(names, step=3).view
     chips = [ax.get_title() for ax in view.heat_axes]
     assert chips == [display_name(n) for n in names] == ["momentum", "Nesterov (default)"]
-    assert [t.get_text() for t in view.norm_ax.get_legend().get_texts()] == chips
+    assert [t.get_text() for t in view.norm_ax.get_legend().get_texts()] == chips[1:]  # each from the first
     view.figure.draw_without_rendering()
     label = view.norm_ax.yaxis.label.get_window_extent()
     above = max(ax.xaxis.label.get_window_extent().y0 for ax in view.heat_axes)
-    assert view.norm_ax.get_ylabel() == "‖velocity‖" and label.y1 < above - 6  # points apart
+    assert view.norm_ax.get_ylabel() == "gap from\nmomentum, %" and label.y1 < above - 6
+    # equal runs: a line at 0, drawn whole (the axis starts under it), its ring at the shown update on it
+    (line,), (ring,) = view.lines, view.markers
+    assert np.all(line.get_ydata() == 0) and ring.get_ydata()[0] == 0 and view.norm_ax.get_ylim()[0] < 0
 
 
 def test_stats_runs_and_bad_input():
@@ -81,10 +86,10 @@ def test_stats_runs_and_bad_input():
     a = synthetic_recording.recording(specs, steps=6, mode="stats", seed=1)
     b = synthetic_recording.recording(specs, steps=6, mode="stats", seed=2)
     ex = ShardExplorer({"a": a, "b": b})
-    assert ex.view.heatmaps == [] and len(ex.view.lines) == 2
+    assert ex.view.heatmaps == [] and len(ex.view.lines) == 1
     firsts = [g[0] for g in a.geometry("w").replica_groups]
-    expected = np.sqrt((a.shard_stats("w", "velocity")[:, firsts, 0].astype(np.float64) ** 2).sum(1))
-    np.testing.assert_allclose(ex.view.lines[0].get_ydata(), expected, rtol=1e-6)
+    na, nb = (np.sqrt((r.shard_stats("w", "velocity")[:, firsts, 0].astype(np.float64) ** 2).sum(1)) for r in (a, b))
+    np.testing.assert_allclose(ex.view.lines[0].get_ydata(), 100 * np.abs(nb - na) / na, rtol=1e-6)
     with pytest.raises(TypeError, match="ShardExplorer takes a Recording or a dict .* Received: list"):
         ShardExplorer([a, b])
     short = synthetic_recording.recording(specs, steps=4, mode="stats")

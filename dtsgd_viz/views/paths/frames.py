@@ -382,11 +382,11 @@ def legend_handles(scene: PathScene, looks: Mapping[str, style.Look], ring: str 
     from matplotlib.lines import Line2D
 
     start, star, cur = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"], style.ROLE_LOOKS["current"]
-    out = [Line2D([], [], **looks[k].line(), label=geo.rule_name(k)) for k in scene.coords]
+    out: list[Any] = [Line2D([], [], **looks[k].line(), label=geo.rule_name(k)) for k in scene.coords]
     out.append(Line2D([], [], ls="none", marker=start.marker, ms=start.ms, mfc="white", mec=start.color, label="start"))
     out.append(Line2D([], [], ls="none", marker=star.marker, ms=star.ms, mfc=_star_face(scene), mec=star.color))
     out[-1].set_label(minimum_label(scene))
-    if ring:
-        out.append(Line2D([], [], ls="none", marker=cur.marker, ms=cur.ms, mfc="none", mec="0.3", mew=cur.lw))
-        out[-1].set_label(ring)
+    if ring:  # each run's ring, in its colour as drawn, side by side (a HandlerTuple entry)
+        mark = dict(ls="none", marker=cur.marker, ms=cur.ms, mfc="none", mew=cur.lw)
+        out.append(mean_handle([dict(mark, mec=looks[k].color) for k in scene.coords], label=ring))
     return out

@@ -96,7 +96,7 @@ def mean_look(color: ColorType) -> dict:
 
 
 class MeanBars(tuple):
-    """A legend entry showing each run's mean bar side by side, as drawn (``mean_handle``)."""
+    """A legend entry showing each run's mean bar (or ring) side by side, as drawn (``mean_handle``)."""
 
     label: str = MEAN_LABEL
 

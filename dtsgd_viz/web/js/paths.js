@@ -121,7 +121,9 @@ function render({ model, el: root }) {
     text(svg, kx + 12, ky + 4, "start", { "font-size": fs.tick }); kx += 66;
     el("path", { d: markerPath("star", look.roles.minimum.size * 0.6), transform: `translate(${kx},${ky})`, fill: look.minimum_face, stroke: "black", "stroke-width": 0.8 }, svg);
     text(svg, kx + 13, ky + 4, "minimum", { "font-size": fs.tick }); kx += 92;
-    el("circle", { cx: kx, cy: ky, r: cur0.size / 2, fill: "none", stroke: "#555", "stroke-width": cur0.width }, svg);
+    // each run's ring in its colour, side by side, as the still's key draws them (grey is plain's)
+    names.forEach((name, j) => el("circle", { cx: kx + 7 * j, cy: ky, r: cur0.size / 2, fill: "none", stroke: look.runs[name].color, "stroke-width": cur0.width, class: "dv-ring-key" }, svg));
+    kx += 7 * (names.length - 1);
     text(svg, kx + 12, ky + 4, "after the update shown", { "font-size": fs.tick }); kx += 178;
     names.forEach((name, j) => el("line", { x1: kx + 12 * j, x2: kx + 12 * j + 12, y1: ky, y2: ky, ...restStyle(name, runs[name].tint) }, svg));  // end to end
     text(svg, kx + 12 * names.length + 3, ky + 4, d.rest_label, { "font-size": fs.tick, class: "dv-rest-key" });  // the pale paths after it
