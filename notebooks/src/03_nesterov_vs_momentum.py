@@ -179,8 +179,9 @@ show(dtsgd_viz.plot_modes(recordings, surface))
 # direction's eigenvalue; a cell is the run at its centre, and where a boundary cuts a cell each side shows the
 # nearest run on that side, so the colours change where the exact curve does), the iso-rate contour of the
 # worst mode's $\rho$ that edges the cap, the critical-damping curve of the flat direction (left of it that
-# mode creeps in, right of it it oscillates), and the outlined cell of the runs above ($\eta = 0.05$,
-# $\mu = 0.9$).
+# mode creeps in, right of it it oscillates), the outlined cell of the runs above ($\eta = 0.05$,
+# $\mu = 0.9$), and a diamond on each map's fastest cells: the fewest updates its title states
+# (`steps_finding`, printed below the maps), on momentum's critical-damping curve.
 
 # %%
 lrs = np.geomspace(1e-3, 0.2, 24)

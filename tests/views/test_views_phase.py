@@ -261,6 +261,26 @@ def legend_texts(fig):
     ]
 
 
+def test_the_fewest_updates_the_title_states_are_marked_on_their_cells():
+    """``steps_finding``'s counts (the step maps' title) are the cells the diamonds mark, each map its own."""
+    import re
+
+    from dtsgd_viz.views.phase.geometry import steps_finding
+
+    fig = dtsgd_viz.plot_phase(SURFACE, LRS, MUS, STEPS, TOL, show="steps")
+    axes = axes_by_label(fig)
+    grids = {n: phase_grid(SURFACE, LRS, MUS, STEPS, TOL, n) for n in (False, True)}
+    title = steps_finding(grids[False].steps, grids[True].steps)
+    assert title in [t.get_text().strip() for t in fig.texts]
+    stated = [int(v) for v in re.findall(r"(?:momentum|Nesterov) (\d+)", title)]
+    for (key, nesterov), fewest in zip((("momentum", False), ("nesterov", True)), stated):
+        marks = by_gid(axes[f"phase:{key}"], f"fewest:{key}")
+        cells = {(float(x), float(y)) for x, y in zip(marks.get_xdata(), marks.get_ydata())}
+        steps = grids[nesterov].steps
+        want = {(float(LRS[j]), float(MUS[i])) for i, j in zip(*np.nonzero(steps == fewest))}
+        assert cells == want and steps[steps >= 0].min() == fewest
+
+
 def test_the_legend_says_the_grey_edge_is_the_cap_and_names_the_theory(fig):
     labels = [t.get_text() for t in legend_texts(fig)]
     assert f"more than {STEPS} updates (the cap)" in labels
@@ -271,7 +291,7 @@ def test_the_legend_says_the_grey_edge_is_the_cap_and_names_the_theory(fig):
     cap = round(cap_rate(flat_mode_loss(SURFACE), TOL, STEPS), 3)
     (iso,) = [t for t in labels if t.startswith("iso-rate")]
     assert iso.endswith(f"{cap:g} (the cap's edge)") and "\n" not in iso
-    assert all("\n" not in t for t in labels) and len(labels) <= 10
+    assert all("\n" not in t for t in labels) and len(labels) <= 11
     # critical damping is black on both step maps
     axes = axes_by_label(fig)
     for key in ("momentum", "nesterov"):
@@ -461,6 +481,8 @@ def _drawn_marks(fig):
             drawn.add("not within tol")
         if len(by_gid(ax, f"diverged:{key}").get_xdata()):
             drawn.add("diverged")
+        if len(by_gid(ax, f"fewest:{key}").get_xdata()):
+            drawn.add("fewest")
         for gid, name in ((f"boundary:{key}", "stability boundary"), (f"critical:{key}", "critical damping")):
             line = [a for a in ax.lines if a.get_gid() == gid]
             x0, x1 = ax.get_xlim()
@@ -498,6 +520,7 @@ def test_the_legend_lists_only_marks_some_map_draws(lrs):
         "neither": "neither",
         "both diverge": "both diverge",
         "a tie": "tie",
+        "fewest updates": "fewest",
     }
     for label in (t.get_text() for t in legend_texts(fig)):
         (mark,) = [v for k, v in keys.items() if label.startswith(k)]

@@ -134,7 +134,7 @@ REMAINDER_TINT = 0.5  # how far towards white a path after the update shown is m
 
 # phase maps: neutrals outside the colour maps, hatches of the regions only one rule survives
 NOT_CONVERGED_COLOR = "#E2E2E2"  # the cap: not within tol in the updates allowed
-REGION_FACE = "#F4F4F4"
+REGION_FACE = "white"  # under a hatch: apart from the cap's grey
 TIE_FACE = "#EFE3B8"  # the ratio map's ties (counts within 10%): a sand no cell, region or page has
 HATCH_COLOR = "#6E6E6E"
 HATCHES = {"only_momentum": "///", "only_nesterov": "\\\\\\", "cap_momentum": "...", "cap_nesterov": "..."}

@@ -12,6 +12,7 @@ from ...theory import quadratic as theory
 from ..core import style
 from ..core.figure import headline, new_figure
 from ..paths.geometry import rule_name
+from . import regions as rg
 from .axes import PHASE_LEGEND_SIZE, add_colorbars, frame
 from .geometry import (
     REGIONS,
@@ -26,16 +27,7 @@ from .geometry import (
     side_cells,
     steps_finding,
 )
-from .regions import (
-    DIVERGED_FACE,
-    DIVERGED_MARK,
-    boundary_look,
-    cell_look,
-    draw_ratio_regions,
-    legend_handles,
-    mark_cell,
-    outline,
-)
+from .regions import DIVERGED_FACE
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -137,7 +129,7 @@ def draw_phase(
     drawn = any(len(cs.get_paths()[0].vertices) for cs in view.contours.values())
     levels_text = f"iso-rate ρ = {g.cap:g} (the cap's edge)" if drawn else ""
     critical = f"critical damping (h = {g.h[0]:g})" if g.h is not None else ""
-    view.step_handles, view.ratio_handles = legend_handles(view, g.steps, levels_text, critical)
+    view.step_handles, view.ratio_handles = rg.legend_handles(view, g.steps, levels_text, critical)
     return view
 
 
@@ -155,13 +147,16 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     view.meshes[key] = ax.pcolormesh(lr_e, mu_e, counts, **mesh, gid=f"phase:{key}")
     ax.pcolormesh(lr_e, mu_e, dark, cmap=ListedColormap([DIVERGED_FACE]), rasterized=True, gid=f"diverged-cells:{key}")
     ii, jj = np.nonzero(grid.diverged)
-    ax.plot(g.lrs[jj], g.mus[ii], **DIVERGED_MARK, gid=f"diverged:{key}")
+    ax.plot(g.lrs[jj], g.mus[ii], **rg.DIVERGED_MARK, gid=f"diverged:{key}")
+    ok = grid.steps >= 0
+    ii, jj = np.nonzero(ok & (grid.steps == np.min(grid.steps, initial=g.steps + 1, where=ok)))
+    ax.plot(g.lrs[jj], g.mus[ii], **rg.FEWEST_MARK, gid=f"fewest:{key}")  # steps_finding's cells: the title's counts
     if g.h is not None:
         if np.isfinite(g.cap):
             view.contours[key] = draw_cap_contour(ax, key, nesterov, g)
         view.boundaries[key] = _boundary(ax, key, nesterov, g, f"boundary:{key}")
         crit, lr = style.ROLE_LOOKS["critical"], theory.critical_damping(g.mu_line, nesterov) / g.h[0]
-        line = dict(**crit.line(), gid=f"critical:{key}", path_effects=outline("white", crit.lw + 2.0))
+        line = dict(**crit.line(), gid=f"critical:{key}", path_effects=rg.outline("white", crit.lw + 2.0))
         (view.critical[key],) = ax.plot(lr, g.mu_line, **line)
     frame(ax, g.lr_e, g.mu_e, rule_name(key).capitalize())  # what it counts: the colour bar; its curves: the legend
 
@@ -169,7 +164,7 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
 def _boundary(ax: Axes, key: str, nesterov: bool, g: _MapGrid, gid: str) -> Artist:
     assert g.h is not None  # drawn on a quadratic's maps only
     mu = g.mu_line
-    return ax.plot(theory.convergence_boundary(mu, g.h[-1], nesterov), mu, **boundary_look(key), gid=gid)[0]
+    return ax.plot(theory.convergence_boundary(mu, g.h[-1], nesterov), mu, **rg.boundary_look(key), gid=gid)[0]
 
 
 def _pieces(path) -> list[np.ndarray]:
@@ -199,7 +194,7 @@ def draw_cap_contour(ax: Axes, key: str, nesterov: bool, g: _MapGrid) -> Contour
     rho = np.ma.masked_where(contour_mask(g.lr_f, g.mu_f, g.h, nesterov), rho)
     cs = ax.contour(g.lr_f, g.mu_f, rho, levels=[g.cap], colors=look.color, linewidths=look.lw, zorder=look.zorder)
     cs.set_gid(f"rate:{key}")
-    cs.set(path_effects=outline("0.15", 2.0))
+    cs.set(path_effects=rg.outline("0.15", 2.0))
     kept = []
     for v in _pieces(cs.get_paths()[0]):
         ok = v[:, 0] < theory.critical_damping(np.clip(v[:, 1], 0.0, 0.9999), nesterov) / g.h[0]
@@ -214,7 +209,7 @@ def _draw_ratio_map(view: PhaseView, ax: Axes, g: _MapGrid, title: str | None = 
 
     ax.set_label("phase:ratio")
     lr_e, mu_e, src = cells = side_cells(g.lrs, g.mus, g.h, RULES)  # cells cut along both boundaries
-    view.regions = draw_ratio_regions(ax, view.grids, cells)
+    view.regions = rg.draw_ratio_regions(ax, view.grids, cells)
     both = view.regions == REGIONS.index("both")
     vmax, view.ratio_extend = ratio_limit(view.ratio[both])  # 2x, 4x or 8x: whichever holds the 98th percentile
     shown, norm = np.ma.masked_where(~both[src], view.ratio[src]), Normalize(-vmax, vmax)
@@ -284,8 +279,8 @@ def plot_phase(
         from matplotlib.patches import Patch
 
         for key, ax in axes.items():
-            mark_cell(ax, lr_e, mu_e, float(mark[0]), float(mark[1]), gid=f"mark:{key}")
-        entry = Patch(**{**cell_look(), "zorder": None}, label=f"the runs at lr {mark[0]:g}, μ {mark[1]:g}")
+            rg.mark_cell(ax, lr_e, mu_e, float(mark[0]), float(mark[1]), gid=f"mark:{key}")
+        entry = Patch(**{**rg.cell_look(), "zorder": None}, label=f"the runs at lr {mark[0]:g}, μ {mark[1]:g}")
         (view.step_handles if show != "ratio" else view.ratio_handles).append(entry)
     add_colorbars(view, body, [axes["momentum"], axes["nesterov"]] if "momentum" in axes else None, axes.get("ratio"))
     for sub, handles, gid in ((top, view.step_handles, "legend:maps"), (bottom, view.ratio_handles, "legend:ratio")):

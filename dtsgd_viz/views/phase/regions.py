@@ -42,6 +42,7 @@ REGION_FACES = {
     "diverged": DIVERGED_FACE,
 }
 DIVERGED_MARK: dict[str, Any] = dict(marker="x", color="white", ms=4.0, mew=1.0, ls="none")
+FEWEST_MARK: dict[str, Any] = dict(marker="D", mfc="white", mec="black", ms=5.0, mew=1.0, ls="none", zorder=8)
 
 
 def outline(color: ColorType = "black", width: float = 3.0) -> list[AbstractPathEffect]:
@@ -139,6 +140,8 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
         step.append(Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6", label=f"more than {steps} updates (the cap)"))
     if any(grid.diverged.any() for grid in grids):
         step.append(diverged_handle("diverges"))
+    if any((grid.steps >= 0).any() for grid in grids):
+        step.append(Line2D([], [], **FEWEST_MARK, label="fewest updates (the title's)"))
     if view.contours and levels_text:
         rate = style.ROLE_LOOKS["rate_level"]
         step.append(Line2D([], [], **rate.line(), path_effects=outline("0.15", 2.0), label=levels_text))
