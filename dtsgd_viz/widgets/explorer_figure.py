@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
+    from matplotlib.lines import Line2D
     from matplotlib.text import Text
 
     from ..recording import Recording
@@ -64,6 +65,7 @@ CLOSE_UP_CAPTION = "Below: update {k}, {zoom}"  # one line; {zoom}: ``views.upda
 CAPTION_SIZE = style.TICK_SIZE  # the caption's type: over style.NOTE_SIZE, the smallest allowed
 TRAIL_KEEP = 2  # the path's segments a close-up keeps before the update (older ones crowd it)
 BOTTOM_MARGIN = 0.02  # of the figure's height, blank under the legend
+RING_CLEAR = 2.0  # points between a mean bar's end and the ring at the update shown (the browser's too)
 LATER_VEIL = 0.6  # the white over the loss after the update shown: its lines as pale as the paths after it
 
 
@@ -213,7 +215,14 @@ def mark_mean(scene: PathScene, art: PathArtists, update: int) -> list[Artist]:
     veil = art.ax_loss.axvspan(found.window[1], lim[1], color="white", alpha=LATER_VEIL, lw=0)
     art.ax_loss.set_xlim(lim)
     veil.set(zorder=style.ROLE_LOOKS["update_line"].zorder - 0.1, gid="loss-later")
-    return [veil, *mark_window(art, found)]
+    marks = mark_window(art, found)
+    ax, clear = art.ax_loss, style.ROLE_LOOKS["current"].ms / 2 + RING_CLEAR  # points
+    per_point = float(np.ptp(lim)) / (ax.get_window_extent().width * 72.0 / ax.figure.dpi)
+    for bar in [m for m in marks if (m.get_gid() or "").startswith("loss-mean:")]:  # short of the ring at k = n
+        x0, x1 = (float(x) for x in np.asarray(cast("Line2D", bar).get_xdata(), np.float64))  # a bar: two points
+        if abs(x1 - update) < clear * per_point:
+            cast("Line2D", bar).set_xdata([x0, max(x0 + 3 * per_point, update - clear * per_point)])
+    return [veil, *marks]
 
 
 def move_loss_dots(art: PathArtists, dots: Mapping[str, tuple[float, float]]) -> None:

@@ -320,6 +320,10 @@ def test_the_loss_panel_rings_the_update_shown_and_term_names_have_a_halo(page, 
         bar = page.locator(f"line.dv-mean[data-run={name}]")
         assert float(bar.get_attribute("data-mean")) == pytest.approx(found.tail_loss[name], rel=1e-9)
         assert bar.get_attribute("stroke") == colors[name] and bar.get_attribute("y1") == bar.get_attribute("y2")
+        # from the band's start to just short of the ring at the update shown: no tick through the ring
+        dot, x2 = page.locator(f"circle.dv-loss-dot[data-run={name}]"), float(bar.get_attribute("x2") or "nan")
+        gap = float(dot.get_attribute("cx") or "nan") - x2
+        assert ring["size"] / 2 < gap < ring["size"] / 2 + 4 and float(bar.get_attribute("x1") or "nan") < x2
     # the loss after update 20 under a white veil from the update line on, as the paths after it are pale
     veil, line = page.locator("rect.dv-loss-later"), page.locator("line.dv-update-line")
     assert float(veil.get_attribute("x")) == pytest.approx(float(line.get_attribute("x1")))

@@ -436,8 +436,12 @@ function render({ model, el: root }) {
       band.setAttribute("data-window", JSON.stringify([a, b]));
       for (const name of names) {  // each run's mean over it, a bar in its colour (the still's mean_look)
         const m = (d.mean_loss || {})[name]?.[i], on = ly && m != null && m > 0;
+        // a bar ending at the update shown stops short of its ring (as the still's mark_mean): no tick through it
+        const x1 = lx(a - half), ringX = lx(markedK[i]), clear = look.roles.current.size / 2 + 2;
+        let x2 = lx(b + half);
+        if (Math.abs(x2 - ringX) < clear) x2 = Math.max(x1 + 3, ringX - clear);
         for (const bar of means[name]) {
-          bar.setAttribute("x1", lx(a - half)); bar.setAttribute("x2", lx(b + half));
+          bar.setAttribute("x1", x1); bar.setAttribute("x2", x2);
           bar.setAttribute("y1", on ? ly(m) : -99); bar.setAttribute("y2", on ? ly(m) : -99);
         }
         means[name][1].setAttribute("data-mean", on ? m : "");
