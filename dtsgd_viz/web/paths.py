@@ -47,7 +47,7 @@ __all__ = ["path_state", "loss_ticks", "update_ticks", "zoom_boxes", "close_key"
 
 # the rule's terms as the close-up and the hover name them
 TERM_NAMES = dict(upd.TERM_SHORT)
-FAINT_TINT, FAINT_LW = 0.78, 1.0  # the path so far in a close-up: towards white (past the gradient's), its width
+FAINT_TINT, FAINT_LW = 0.62, 1.0  # the path so far in a close-up: towards white (past the gradient's), its width
 
 
 def loss_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
