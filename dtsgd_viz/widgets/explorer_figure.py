@@ -21,7 +21,7 @@ from ..views.core.figure import fit, headline, new_figure
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
 from ..views.paths.frames import REST_LABEL, SQUARE_PATHS_SIZE, PathArtists, draw_scene, legend_handles
-from ..views.paths.loss import mark_window, mean_handle, mean_look
+from ..views.paths.loss import MEAN_LABEL, mark_window, mean_handle, mean_look
 from ..views.paths.plot import PathsView
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import panel as update_panel
@@ -142,23 +142,23 @@ def explorer_view(
     looks = style.run_looks(scene.coords)
     handles = legend_handles(scene, looks, None if update is None else "after the update shown")
     labels = [h.get_label() for h in handles]
-    if art.rests:  # each run's later updates, pale and thin under its path: named once
-        handles.append(rest_handle(art, looks))
-        labels.append(REST_LABEL)
-    if update is not None:  # the headline's means, as bars over the band
-        handles.append(mean_handle([mean_look(looks[k].color or "black") for k in scene.coords]))
-        labels.append(handles[-1].get_label())
+    extra = []  # read by column: the runs, the paths' marks, the close-ups' marks, the later updates and the mean
     if close and art.arrows:  # the close-ups' own marks (their ring is the update's, named above)
-        for label, mark in close_up_marks(None, True, [scene.colors[k] for k in scene.coords]).items():
-            handles.append(key_handle(mark))
-            labels.append(label)
+        extra += [
+            (key_handle(m), k) for k, m in close_up_marks(None, True, [scene.colors[k] for k in scene.coords]).items()
+        ]
+    if art.rests:  # each run's later updates, pale and thin under its path: named once
+        extra.append((rest_handle(art, looks), REST_LABEL))
+    if update is not None:  # the headline's means, as bars over the band
+        extra.append((mean_handle([mean_look(looks[k].color or "black") for k in scene.coords]), MEAN_LABEL))
+    handles += [h for h, _ in extra]
+    labels += [t for _, t in extra]
     from matplotlib.legend_handler import HandlerTuple
 
-    ncols = 4 if len(handles) > 7 else len(handles)  # rows of four past seven, read across
-    order = sorted(range(len(handles)), key=lambda i: (i % ncols, i // ncols))  # the legend fills down columns
+    ncols = 4 if len(handles) > 7 else len(handles)  # filled down each column (a group to a column, with close-ups)
     art.legend = fig.legend(
-        handles=[handles[i] for i in order],
-        labels=[labels[i] for i in order],
+        handles=handles,
+        labels=labels,
         handler_map={tuple: HandlerTuple(ndivide=None, pad=0.0)},  # each run's line end to end
         loc="outside lower center",
         ncols=ncols,

@@ -213,7 +213,7 @@ class RunsShardsView:
         first = display_name(self.names[0])
         if self.stats_only:
             return f"‖{self.kind}‖ gap\nfrom {first}'s, %"
-        return f"gap from\n{first}, %"  # of its norm: the title's
+        return f"{self.kind} gap\nfrom {first},\n% of its norm"
 
     def _set_markers(self):
         for run, marker in zip(self.others, self.markers):

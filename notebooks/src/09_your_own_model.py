@@ -196,12 +196,18 @@ print(dtsgd_viz.compare_findings(runs))
 # On this mesh, inside `fit`'s `tf.function`, tf-keras' default Nesterov update reads the
 # stale velocity and so takes classical momentum's step: the two rules you meant to
 # compare are the same rule. Train with `exact_update=True`.
+
+# %% [markdown]
+# ## One weight at a time
 #
 # The same runs side by side, one weight at a time, on one colour scale: move the slider,
-# pick a weight or a kind. The still's title is `gaps_text`, printed above it: how far
-# each run's tensor is from the first run's at the shown update, relative to the first's;
-# its lower panel draws that gap at every update (`gap_lines`), ringed at the update shown:
-# the default Nesterov run on 0 throughout. Live, the browser draws each block's norm there.
+# pick a weight or a kind. The three heatmaps look alike at this scale (the runs differ by a
+# few percent), so the still's title says by how much: `gaps_text`, printed above it, how far
+# each run's tensor is from the first run's at the shown update, relative to the first's.
+# Its lower panel draws that gap at every update (`gap_lines`), ringed at the update shown:
+# exact Nesterov's velocity of `hidden/kernel` drifts further from momentum's as training
+# goes on, while the default Nesterov run stays on 0 throughout. Live, the browser draws
+# each block's norm there instead.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

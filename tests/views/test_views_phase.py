@@ -481,7 +481,7 @@ def _drawn_marks(fig):
             drawn.add("not within tol")
         if len(by_gid(ax, f"diverged:{key}").get_xdata()):
             drawn.add("diverged")
-        if len(by_gid(ax, f"fewest:{key}").get_xdata()):
+        if any(len(ln.get_xdata()) for ln in ax.lines if ln.get_gid() == f"fewest:{key}"):  # show="steps" only
             drawn.add("fewest")
         for gid, name in ((f"boundary:{key}", "stability boundary"), (f"critical:{key}", "critical damping")):
             line = [a for a in ax.lines if a.get_gid() == gid]

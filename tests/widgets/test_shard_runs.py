@@ -55,7 +55,7 @@ def test_each_run_at_the_slider_update_on_one_scale(runs):
     a, b = (r.global_values("w", "grad").astype(np.float64).reshape(len(r), -1) for r in runs.values())
     (line,) = view.lines
     np.testing.assert_allclose(line.get_ydata(), 100 * np.linalg.norm(b - a, axis=1) / np.linalg.norm(a, axis=1))
-    assert view.norm_ax.get_ylabel() == "gap from\nmomentum, %"
+    assert view.norm_ax.get_ylabel() == "grad gap\nfrom momentum,\n% of its norm"
     assert view.panels[-1].colorbar.ax.get_ylabel() == "grad value"
     assert len(ex.render()) > 1000
 
@@ -75,7 +75,7 @@ def test_the_legend_names_the_runs_as_the_chips_do_and_the_norm_label_stays_clea
     view.figure.draw_without_rendering()
     label = view.norm_ax.yaxis.label.get_window_extent()
     above = max(ax.xaxis.label.get_window_extent().y0 for ax in view.heat_axes)
-    assert view.norm_ax.get_ylabel() == "gap from\nmomentum, %" and label.y1 < above - 6
+    assert view.norm_ax.get_ylabel() == "velocity gap\nfrom momentum,\n% of its norm" and label.y1 < above - 6
     # equal runs: a line at 0, drawn whole (the axis starts under it), its ring at the shown update on it
     (line,), (ring,) = view.lines, view.markers
     assert np.all(line.get_ydata() == 0) and ring.get_ydata()[0] == 0 and view.norm_ax.get_ylim()[0] < 0

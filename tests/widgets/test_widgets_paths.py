@@ -730,14 +730,12 @@ def test_path_explorer_names_the_runs_and_marks_in_one_legend_under_the_figure(r
     legend = pe.figure.legends[0]
     renderer = pe.figure.canvas.get_renderer()
     spots = {t.get_text(): t.get_window_extent(renderer) for t in legend.get_texts()}
-    texts = sorted(spots, key=lambda t: (-round((spots[t].y0 + spots[t].y1) / 8), spots[t].x0))  # read row by row
-    # the pale later updates (each run's rest line under its path) named once, the means' bars, and the
-    # close-ups' own marks where they are drawn
-    want = [*(rule_name(k) for k in recs), "start", "minimum", "after the update shown", "later updates"]
-    want += ["mean over the shaded k"] + (
-        ["before the update: g taken here", "step (the arrows' sum)", "path so far"] if zoom else []
-    )
-    assert texts == want
+    texts = sorted(spots, key=lambda t: (round(spots[t].x0 / 8), -spots[t].y0))  # read column by column
+    # a group to a column: the runs, the paths' marks, the close-ups' own marks where they are drawn, then the
+    # pale later updates (each run's rest line under its path) named once and the means' bars
+    want = [*(rule_name(k) for k in recs), "start", "minimum", "after the update shown"]
+    want += ["before the update: g taken here", "step (the arrows' sum)", "path so far"] if zoom else []
+    assert texts == [*want, "later updates", "mean over the shaded k"]
     assert sorted(pe.view.artists.rests) == sorted(recs)
     handles = dict(zip((t.get_text() for t in legend.get_texts()), legend.legend_handles))
     for key in recs:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from matplotlib.lines import Line2D
 
 from ...theory import quadratic as theory
 from ..core import style
@@ -148,9 +149,6 @@ def _draw_step_map(view: PhaseView, ax: Axes, key: str, nesterov: bool, g: _MapG
     ax.pcolormesh(lr_e, mu_e, dark, cmap=ListedColormap([DIVERGED_FACE]), rasterized=True, gid=f"diverged-cells:{key}")
     ii, jj = np.nonzero(grid.diverged)
     ax.plot(g.lrs[jj], g.mus[ii], **rg.DIVERGED_MARK, gid=f"diverged:{key}")
-    ok = grid.steps >= 0
-    ii, jj = np.nonzero(ok & (grid.steps == np.min(grid.steps, initial=g.steps + 1, where=ok)))
-    ax.plot(g.lrs[jj], g.mus[ii], **rg.FEWEST_MARK, gid=f"fewest:{key}")  # steps_finding's cells: the title's counts
     if g.h is not None:
         if np.isfinite(g.cap):
             view.contours[key] = draw_cap_contour(ax, key, nesterov, g)
@@ -275,6 +273,12 @@ def plot_phase(
     if show != "steps":
         axes["ratio"] = bottom.subplots(1, 1)
     view = draw_phase(grids, surface, axes, loss0=cap_loss(surface, m, start))
+    for key, grid in grids.items() if show == "steps" else ():  # a diamond on the title's fastest cells
+        ok = grid.steps >= 0
+        ii, jj = np.nonzero(ok & (grid.steps == np.min(grid.steps, initial=steps + 1, where=ok)))
+        axes[key].plot(grid.learning_rates[jj], grid.momenta[ii], **rg.FEWEST_MARK, gid=f"fewest:{key}")
+    if show == "steps" and any((grid.steps >= 0).any() for grid in grids.values()):
+        view.step_handles.append(Line2D([], [], **rg.FEWEST_MARK, label="fewest updates (the title's)"))
     if mark is not None:
         from matplotlib.patches import Patch
 

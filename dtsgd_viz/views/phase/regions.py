@@ -140,8 +140,6 @@ def legend_handles(view: PhaseView, steps: int, levels_text: str, critical_text:
         step.append(Patch(fc=style.NOT_CONVERGED_COLOR, ec="0.6", label=f"more than {steps} updates (the cap)"))
     if any(grid.diverged.any() for grid in grids):
         step.append(diverged_handle("diverges"))
-    if any((grid.steps >= 0).any() for grid in grids):
-        step.append(Line2D([], [], **FEWEST_MARK, label="fewest updates (the title's)"))
     if view.contours and levels_text:
         rate = style.ROLE_LOOKS["rate_level"]
         step.append(Line2D([], [], **rate.line(), path_effects=outline("0.15", 2.0), label=levels_text))
