@@ -161,8 +161,8 @@ def close_key(colors: list | None = None) -> list[dict[str, Any]]:
             color = panel.tint(style.SUBTITLE_COLOR, FAINT_TINT)
         width = m.get("lw", 0.0) * style.DPI / 72.0
         out.append({"mark": mark, "text": words, "color": mcolors.to_hex(color or "black"), "width": round(width, 3)})
-        if colors and mark in ("step", "trail"):  # drawn in each run's colour (its tint): keyed so, end to end
-            out[-1]["colors"] = [mcolors.to_hex(c if mark == "step" else panel.tint(c, FAINT_TINT)) for c in colors]
+        if colors and mark in ("before", "step", "trail"):  # drawn in each run's colour (tint): keyed so, end to end
+            out[-1]["colors"] = [mcolors.to_hex(c if mark != "trail" else panel.tint(c, FAINT_TINT)) for c in colors]
     return out
 
 

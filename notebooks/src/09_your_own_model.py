@@ -205,8 +205,8 @@ print(dtsgd_viz.compare_findings(runs))
 # few percent), so the still's title says by how much: `gaps_text`, printed above it, how far
 # each run's tensor is from the first run's at the shown update, relative to the first's.
 # Its lower panel draws that gap at every update (`gap_lines`), ringed at the update shown:
-# exact Nesterov's velocity of `hidden/kernel` drifts further from momentum's as training
-# goes on, while the default Nesterov run stays on 0 throughout. Live, the browser draws
+# exact Nesterov's velocity of `hidden/kernel` moves away from momentum's over the first
+# thirty updates and then stays about as far, while the default Nesterov run stays on 0. Live, the browser draws
 # each block's norm there instead.
 
 # %%

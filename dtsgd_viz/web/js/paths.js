@@ -243,7 +243,7 @@ function render({ model, el: root }) {
     d.close_key.forEach((entry, q) => {
       const kx = CLOSE.x + 8 + (q % 2) * 290, ky = CLOSE.y + side + 18 + 16 * Math.floor(q / 2);
       const g = el("g", { class: "dv-close-key-entry", "data-mark": entry.mark, transform: `translate(${kx},${ky})` }, kg);
-      if (entry.mark === "before") el("circle", { cx: 9, cy: 0, r: 3.5, fill: "white", stroke: entry.color, "stroke-width": 1.4 }, g);
+      if (entry.mark === "before") (entry.colors || [entry.color]).forEach((c, j, all) => el("circle", { cx: all.length > 1 ? 3.5 + 7 * j : 9, cy: 0, r: 3.5, fill: "white", stroke: c, "stroke-width": 1.4 }, g));  // each run's disk
       else if (entry.mark === "after") el("circle", { cx: 9, cy: 0, r: 4, fill: "none", stroke: entry.color, "stroke-width": 1.4 }, g);
       else (entry.colors || [entry.color]).forEach((c, j, all) => el("line", { x1: 18 * j / all.length, x2: 18 * (j + 1) / all.length, y1: 0, y2: 0, stroke: c, "stroke-width": entry.width }, g));  // the step: each run's colour, end to end
       if (entry.mark === "trail") (entry.colors || [entry.color]).forEach((c, j, all) => el("circle", { cx: 18 * (j + 0.5) / all.length, cy: 0, r: d.trail_dot, fill: c }, g));  // its dots
