@@ -56,20 +56,21 @@ def gaps(runs: dict[str, Recording], name: str, kind: str = "velocity", step: in
 
 
 def gap_lines(runs: dict[str, Recording], name: str, kind: str = "velocity") -> dict[str, np.ndarray]:
-    """``gaps`` at every recorded update: ``{run: (n,)}`` for each run but the first, in
-    memory linear in one chunk of updates (``CHUNK``), not in the whole run as float64."""
+    """``gaps`` at every recorded update: ``{run: (n,)}`` for each run but the first, compared in
+    float64 one chunk of updates (``CHUNK``) at a time, not the whole run at once."""
     names = list(runs)
     first = runs[names[0]]
     if first.mode == "stats":
         a = tensor_norms(first, name, kind)
         diffs = {run: np.abs(tensor_norms(runs[run], name, kind) - a) for run in names[1:]}
         return {run: _relative(d, a, d != 0) for run, d in diffs.items()}
-    base = first.global_values(name, kind)
+    base = first.global_values(name, kind)  # each run assembled once, then compared a chunk at a time
+    others = {run: runs[run].global_values(name, kind) for run in names[1:]}
     out = {run: np.empty(len(first.steps)) for run in names[1:]}
     for lo in range(0, len(first.steps), CHUNK):
         a = np.asarray(base[lo : lo + CHUNK], np.float64).reshape(-1, int(np.prod(base.shape[1:])))
         for run in names[1:]:
-            b = np.asarray(runs[run].global_values(name, kind)[lo : lo + CHUNK], np.float64).reshape(a.shape)
+            b = np.asarray(others[run][lo : lo + CHUNK], np.float64).reshape(a.shape)
             diff, size = np.linalg.norm(b - a, axis=1), np.linalg.norm(a, axis=1)
             out[run][lo : lo + len(a)] = _relative(diff, size, np.any(b != a, axis=1))
     return out

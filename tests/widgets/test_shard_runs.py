@@ -119,3 +119,14 @@ def test_the_title_is_gaps_text(runs):
     view.set_index(9)
     assert headline_texts(view.figure)[0].replace("\n", " ") == gaps_text(runs, "w", "velocity", 10)
     assert sum(a.get_gid() == "subtitle" for a in view.figure.artists) == 1
+
+
+def test_the_gap_lines_are_the_titles_gaps_at_every_update_chunk_by_chunk(runs, monkeypatch):
+    """``gap_lines`` (the lower panel) is ``gaps`` at each update, in chunks smaller than the run too."""
+    from dtsgd_viz.widgets import shard_runs
+
+    whole = shard_runs.gap_lines(runs, "w", "grad")["nesterov"]
+    monkeypatch.setattr(shard_runs, "CHUNK", 5)  # 12 updates: chunks of 5, 5 and 2
+    np.testing.assert_array_equal(shard_runs.gap_lines(runs, "w", "grad")["nesterov"], whole)
+    each = [shard_runs.gaps(runs, "w", "grad", step)["nesterov"] for step in range(1, 13)]
+    np.testing.assert_allclose(whole, each, rtol=1e-12)
