@@ -28,7 +28,7 @@ from ..views.core.log_ticks import log_tick_texts
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
 from ..views.paths.frames import REST_LABEL, axis_names
-from ..views.paths.loss import LOSS_XLABEL, MEAN_LABEL
+from ..views.paths.loss import LOSS_XLABEL, MEAN_EDGE, MEAN_LABEL, MEAN_LW, MEAN_OUTLINE
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import geometry as upd
 from ..views.update import panel
@@ -161,7 +161,7 @@ def close_key(colors: list | None = None) -> list[dict[str, Any]]:
             color = panel.tint(style.SUBTITLE_COLOR, FAINT_TINT)
         width = m.get("lw", 0.0) * style.DPI / 72.0
         out.append({"mark": mark, "text": words, "color": mcolors.to_hex(color or "black"), "width": round(width, 3)})
-        if colors and mark in ("before", "step", "trail"):  # drawn in each run's colour (tint): keyed so, end to end
+        if colors:  # every mark drawn in each run's colour (the path's tinted): keyed so, side by side
             out[-1]["colors"] = [mcolors.to_hex(c if mark != "trail" else panel.tint(c, FAINT_TINT)) for c in colors]
     return out
 
@@ -338,8 +338,11 @@ def path_state(
         "mean_window": windows,
         "mean_loss": {key: window_means(*scene.losses[key][:2], windows) for key in names},  # the bars over it
         "mean_label": MEAN_LABEL,  # their key's words, as the stills' legends say them
+        # their look, as the stills' mean_look: the run's colour in a dark outline (widths in points, as drawn)
+        "mean_edge": {"color": mcolors.to_hex(MEAN_EDGE), "width": MEAN_LW, "outer": MEAN_LW + MEAN_OUTLINE},
         "later_veil": LATER_VEIL,  # the white over the loss after the update shown, as the still's
         "trail_dot": round(panel.TRAIL_DOT / 2 * style.DPI / 72.0, 3),  # the path so far's dots (radius, pixels)
+        "inset_ring": panel.INSET_RING,  # an inset's ring, smaller than a panel's (its short arrows show)
         "trail_keep": TRAIL_KEEP,  # the path's segments a close-up keeps before the update, as the still's
         "rest_label": REST_LABEL,  # the pale paths after the update shown, as the explorer still names them
         "zoom": encode.array(zoom),

@@ -309,8 +309,9 @@ dtsgd_viz.web.CompareWidget(surface, learning_rate=0.05, momentum=0.9, steps=60)
 # of the paths' width), with its terms as arrows at their true length. A run too small to read
 # at that zoom (here plain and Nesterov) is drawn again, closer, in an inset that names its
 # arrows and says its own 1/N, as the still (what a page without scripts shows) draws it; a
-# dotted box, and a dotted leader from it to the inset, mark what the inset enlarges. A key under
-# the close-ups names their marks (the step in each run's colour, as drawn).
+# dotted leader runs from what the inset enlarges to the inset, from a dotted box round it where
+# that box is large enough to see (plain's, 1/200 of the paths' width, lies under its rings). A
+# key under the close-ups names their marks, each in the runs' colours as drawn.
 # Update 20 is marked as
 # in `plot_paths`: each ring is where its run is after update 20, and the loss panel's
 # grey line and rings sit at k = 20, the loss after it, with the pale band over the

@@ -75,6 +75,8 @@ def test_every_arrow_is_drawn_at_its_true_length_tip_to_tail_onto_the_point_afte
             assert len(after) == bool(arrows), case
             for line in after:
                 np.testing.assert_allclose(line.get_xydata()[0], tip, atol=1e-12)
+                inset = ax.get_axes_locator() is not None  # an inset's ring smaller: its short arrows show past it
+                assert line.get_markersize() == panel.RING_MS * (panel.INSET_RING if inset else 1.0), case
             checked += 1
     assert checked >= 20
 

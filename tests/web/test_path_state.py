@@ -410,8 +410,8 @@ def test_the_close_ups_key_says_the_stills_words():
     from dtsgd_viz.views.update.panel import tint
     from dtsgd_viz.web.paths import FAINT_TINT
 
-    before, _, step, trail = close_key(["#0072B2", (0.8, 0.4, 0.0)])
-    assert before["colors"] == ["#0072b2", "#cc6600"]  # the white disk where g is taken, edged in each run's colour
+    before, after, step, trail = close_key(["#0072B2", (0.8, 0.4, 0.0)])
+    assert before["colors"] == after["colors"] == ["#0072b2", "#cc6600"]  # the disk and the ring in each run's colour
     assert step["colors"] == ["#0072b2", "#cc6600"] and "colors" not in key[2]
     assert trail["colors"] == [mcolors.to_hex(tint(c, FAINT_TINT)) for c in ("#0072B2", (0.8, 0.4, 0.0))]  # as drawn
     # the still's key draws the path so far with its dots, as the close-ups do (not as the pale later updates)

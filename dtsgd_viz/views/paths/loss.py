@@ -83,15 +83,15 @@ def draw_loss(scene: PathScene, update: int | None, art: PathArtists, looks: Map
 
 WINDOW_COLOR = "0.55"  # the band of the updates the headline's means are over
 MEAN_LABEL = "mean over the shaded k"  # the legend's name of the mean bars
-MEAN_LW = 2.4  # a mean bar's width, in a white outline this much wider
-MEAN_OUTLINE = 2.0
+MEAN_LW = 3.0  # a mean bar's width, in a dark outline this much wider: apart from its own run's line
+MEAN_OUTLINE, MEAN_EDGE = 1.6, "0.15"
 
 
 def mean_look(color: ColorType) -> dict:
-    """A path figure's mean bar in ``color`` (the run's): ``Line2D`` keywords, white-outlined."""
+    """A path figure's mean bar in ``color`` (the run's): ``Line2D`` keywords, outlined in ``MEAN_EDGE``."""
     from matplotlib import patheffects
 
-    outline = [patheffects.withStroke(linewidth=MEAN_LW + MEAN_OUTLINE, foreground="white")]
+    outline = [patheffects.withStroke(linewidth=MEAN_LW + MEAN_OUTLINE, foreground=MEAN_EDGE)]
     return dict(color=color, lw=MEAN_LW, solid_capstyle="butt", path_effects=outline)
 
 

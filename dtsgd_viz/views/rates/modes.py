@@ -239,12 +239,7 @@ ZOOM_SPREAD = 0.08  # runs closer than this in rate on one direction get the zoo
 OFF_SCALE = 1.04  # a rate past this is drawn as an arrow at it
 
 
-def plot_modes(
-    recordings: Recording | dict[str, Recording],
-    surface: Surface,
-    *,
-    name: str = "w",
-) -> Figure:
+def plot_modes(recordings: Recording | dict[str, Recording], surface: Surface, *, name: str = "w") -> Figure:
     """Each eigenvector's recorded error and theory's envelope; under them each rule's rate against ``lr * h``.
 
     Args:

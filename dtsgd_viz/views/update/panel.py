@@ -197,7 +197,7 @@ def draw_update_panel(
 
 TRAIL_TINT, TRAIL_ALPHA, TRAIL_LW = 0.35, 0.8, 1.5  # the path so far: pale and thin, never read as an arrow
 TRAIL_DOT = 4.0  # points: the dot at each of its updates' points
-RING_MS = 8.0  # the ring round the point after the update: small and thin, under the arrows
+RING_MS, INSET_RING = 8.0, 0.6  # the ring round the point after the update, under the arrows; an inset's share
 START_MS = 6.0  # the white disk where the update starts, over the arrows' tails (zorder 8), under their names
 NEXT_Z = 6.9  # the point an update reaches: under the arrows, the last head points at it
 ARROW_Z = 7.0  # the arrows: over the marks
@@ -220,7 +220,8 @@ def _draw_chain(ax: Axes, data: PanelData, color: ColorType) -> list[DrawnArrow]
         return arrows
     tip = true[-1].tail + true[-1].uv  # the point reached, whether or not the last arrow is drawn beside a fold
     ring = style.ROLE_LOOKS["current"].marker
-    ax.plot([tip[0]], [tip[1]], ring, ms=RING_MS, mfc="none", mec=tint(color, 0.3), mew=1.4, zorder=NEXT_Z)
+    ms = RING_MS * (INSET_RING if ax.get_axes_locator() else 1.0)  # an inset's smaller: its short arrows show
+    ax.plot([tip[0]], [tip[1]], ring, ms=ms, mfc="none", mec=tint(color, 0.3), mew=1.4, zorder=NEXT_Z)
     ax.lines[-1].set_gid(f"zoom-next:{data.key}")
     if len(arrows) > 1:  # a plain line: the arrows' heads already say which way it goes
         outline = [patheffects.withStroke(linewidth=2.8, foreground="white")]

@@ -117,12 +117,13 @@ def plot_update(
 def close_up_marks(after: str | None = "after it", trail: bool = True, colors: Sequence = ()) -> dict[str, Any]:
     """``{name: Line2D keywords}``: the close-ups' marks as a key names them, a list of one per ``colors`` as drawn."""
     grey, ring = style.SUBTITLE_COLOR, style.ROLE_LOOKS["current"].marker
+    ringed = dict(ls="none", marker=ring, ms=panel.RING_MS, mfc="none", mew=1.4)  # after it, as drawn (a tint)
     dot = dict(marker="o", ms=panel.TRAIL_DOT, mew=0)  # the path so far: its line and a dot, as drawn
     disk = dict(ls="none", marker="o", ms=panel.START_MS, mfc="white", mew=1.4)  # where g is taken, as drawn
     pale = lambda c: dict(ls="-", lw=panel.TRAIL_LW, color=panel.tint(c, panel.TRAIL_TINT), alpha=0.8) | dot  # noqa: E731
     marks = {
         "before the update: g taken here": [disk | {"mec": c} for c in colors] or disk | {"mec": grey},
-        after: dict(ls="none", marker=ring, ms=panel.RING_MS, mfc="none", mec=panel.tint(grey, 0.3)),
+        after: [ringed | {"mec": panel.tint(c, 0.3)} for c in colors] or ringed | {"mec": panel.tint(grey, 0.3)},
         "step (the arrows' sum)": [dict(ls="-", lw=1.1, color=c) for c in colors] or dict(ls="-", lw=1.1, color=grey),
         "path so far": [pale(c) for c in colors] or pale(grey),
     }

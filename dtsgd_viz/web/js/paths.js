@@ -130,7 +130,8 @@ function render({ model, el: root }) {
   }
   {  // under the loss panel, the key of its bars over the band
     const kx = LOSS.x, ky = LOSS.y + LOSS.h + 52;
-    names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 9, y1: ky, y2: ky, stroke: look.runs[name].color, "stroke-width": 2.4 }, svg));  // end to end, as the stills
+    el("line", { x1: kx, x2: kx + 9 * names.length, y1: ky, y2: ky, stroke: d.mean_edge.color, "stroke-width": d.mean_edge.outer }, svg);  // their outline
+    names.forEach((name, j) => el("line", { x1: kx + 9 * j, x2: kx + 9 * j + 9, y1: ky, y2: ky, stroke: look.runs[name].color, "stroke-width": d.mean_edge.width }, svg));  // end to end, as the stills
     text(svg, kx + 9 * names.length + 3, ky + 4, d.mean_label, { "font-size": fs.tick, class: "dv-mean-key" });
   }
   const rem = {}, trail = {}, cur = {}, start = {}, order = d.draw_order || names;
@@ -206,11 +207,11 @@ function render({ model, el: root }) {
   // the pale band of the updates whose mean loss the headline compares (findings' window), under the lines
   const band = el("rect", { y: LOSS.y, height: LOSS.h, fill: "#8c8c8c", opacity: 0.12, class: "dv-mean-band" });
   lg.insertBefore(band, lg.querySelector("polyline.dv-loss-line"));
-  // each run's mean over the band, as the still's bars: white-outlined, in the run's colour, under the rings
+  // each run's mean over the band, as the still's bars: dark-outlined (mean_edge), in the run's colour, under the rings
   const means = {};
   for (const name of names) {
-    const halo = el("line", { stroke: "white", "stroke-width": 4.4, class: "dv-mean-halo", "data-run": name }, lg);
-    means[name] = [halo, el("line", { stroke: look.runs[name].color, "stroke-width": 2.4, class: "dv-mean", "data-run": name }, lg)];
+    const halo = el("line", { stroke: d.mean_edge.color, "stroke-width": d.mean_edge.outer, class: "dv-mean-halo", "data-run": name }, lg);
+    means[name] = [halo, el("line", { stroke: look.runs[name].color, "stroke-width": d.mean_edge.width, class: "dv-mean", "data-run": name }, lg)];
   }
   // the update shown: a ring at the loss after it, in the look every still rings it (style.ROLE_LOOKS["current"])
   for (const name of names) {
@@ -243,8 +244,8 @@ function render({ model, el: root }) {
     d.close_key.forEach((entry, q) => {
       const kx = CLOSE.x + 8 + (q % 2) * 290, ky = CLOSE.y + side + 18 + 16 * Math.floor(q / 2);
       const g = el("g", { class: "dv-close-key-entry", "data-mark": entry.mark, transform: `translate(${kx},${ky})` }, kg);
-      if (entry.mark === "before") (entry.colors || [entry.color]).forEach((c, j, all) => el("circle", { cx: all.length > 1 ? 3.5 + 7 * j : 9, cy: 0, r: 3.5, fill: "white", stroke: c, "stroke-width": 1.4 }, g));  // each run's disk
-      else if (entry.mark === "after") el("circle", { cx: 9, cy: 0, r: 4, fill: "none", stroke: entry.color, "stroke-width": 1.4 }, g);
+      if (entry.mark === "before") (entry.colors || [entry.color]).forEach((c, j, all) => el("circle", { cx: all.length > 1 ? 3.5 + 6 * j : 9, cy: 0, r: 3.5, fill: "white", stroke: c, "stroke-width": 1.4 }, g));  // each run's disk
+      else if (entry.mark === "after") (entry.colors || [entry.color]).forEach((c, j, all) => el("circle", { cx: all.length > 1 ? 3.5 + 6 * j : 9, cy: 0, r: 4, fill: "none", stroke: c, "stroke-width": 1.4 }, g));
       else (entry.colors || [entry.color]).forEach((c, j, all) => el("line", { x1: 18 * j / all.length, x2: 18 * (j + 1) / all.length, y1: 0, y2: 0, stroke: c, "stroke-width": entry.width }, g));  // the step: each run's colour, end to end
       if (entry.mark === "trail") (entry.colors || [entry.color]).forEach((c, j, all) => el("circle", { cx: 18 * (j + 0.5) / all.length, cy: 0, r: d.trail_dot, fill: c }, g));  // its dots
       text(g, 24, 4, entry.text, { "font-size": fs.tick, fill: "#333" });
@@ -287,7 +288,7 @@ function render({ model, el: root }) {
       if (isFinite(xs[k]) && isFinite(ys[k])) el("circle", { cx: xs[k].toFixed(2), cy: ys[k].toFixed(2), r: d.trail_dot, fill: dot, class: "dv-close-dot", "data-run": name }, cg);
     }
     // after the update: a small thin ring under the arrows (as the still), their heads read over it
-    el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: inset ? "dv-inset-next" : "dv-next" }, cg);
+    el("circle", { cx: f.x(r.next.at(i, 0)), cy: f.y(r.next.at(i, 1)), r: inset ? 4 * d.inset_ring : 4, fill: "none", stroke: lk.color, "stroke-width": 1.4, class: inset ? "dv-inset-next" : "dv-next" }, cg);
     let px = r.position.at(i, 0), py = r.position.at(i, 1);
     // the terms tip to tail (a zero one, as mu*v_prev at update 1, draws nothing), then the thin step line they add
     // up to when two are drawn, each named beside it where it is long enough to carry its name (as the still)
