@@ -620,3 +620,15 @@ def test_python_marks_the_terms_drawn_beside_the_one_before(state):
                 assert bool(beside[i, q]) == panel.lies_along(uvs[i, q - 1], uvs[i, q]), (key, i, q)
         marked += int(beside.sum())
     assert marked
+
+
+def test_a_thin_solid_path_is_cased_in_white_as_the_stills_draw_it(recs, state):
+    """Plain's thin line over Nesterov's wide one: the still cases it in white (``frames.CASED_BELOW``), and the
+    state gives the browser that casing's width for the same runs, and none for the wider or dashed ones."""
+    from matplotlib.patheffects import withStroke
+
+    fig = dtsgd_viz.plot_paths(recs, SURFACE, step=5)
+    lines = {ln.get_gid().split(":")[1]: ln for ln in fig.axes[0].lines if (ln.get_gid() or "").startswith("path:")}
+    cased = {k for k, ln in lines.items() if any(isinstance(e, withStroke) for e in ln.get_path_effects())}
+    assert cased == set(state["cased"]) == {"plain"}
+    assert state["cased"]["plain"] == pytest.approx((lines["plain"].get_linewidth() + 1.4) * 100 / 72, abs=1e-3)

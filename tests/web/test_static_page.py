@@ -253,6 +253,9 @@ def test_the_keys_name_the_close_ups_marks_and_the_bars_without_overlapping(page
     # the paths' key rings the update shown in each run's colour, as drawn (grey is plain's alone)
     from dtsgd_viz.views.core import style
 
+    # plain's thin path in its white casing, along the same points as its line
+    casing, line = page.locator("polyline.dv-casing[data-run=plain]"), page.locator("polyline.dv-trail[data-run=plain]")
+    assert casing.get_attribute("points") == line.get_attribute("points") and casing.get_attribute("stroke") == "white"
     rings = [r.get_attribute("stroke") for r in page.locator("circle.dv-ring-key").all()]
     assert [mcolors.to_hex(c) for c in rings] == [
         mcolors.to_hex(style.RULE_LOOKS[k].color) for k in ("plain", "momentum", "nesterov")

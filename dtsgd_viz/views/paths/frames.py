@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from matplotlib import patheffects
 
 from ..core import style
 from ..core.figure import headline, new_figure, root_figure
@@ -192,6 +193,11 @@ def _draw_path_lines(scene: PathScene, art: PathArtists, looks: Mapping[str, sty
             line["zorder"] += look.zorder - _LOWEST_Z
             (art.rests[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **line, gid=f"path-rest:{key}")
         (art.paths[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **look.line(), label=key, gid=f"path:{key}")
+        if look.lw < CASED_BELOW and look.ls == "-":  # a thin line over the wider ones: in a white casing, it shows
+            art.paths[key].set_path_effects([patheffects.withStroke(linewidth=look.lw + 1.4, foreground="white")])
+
+
+CASED_BELOW = 1.5  # points: a solid path line thinner than this is cased in white
 
 
 def rest_line(look: style.Look) -> dict[str, Any]:
@@ -282,7 +288,6 @@ def _draw_step(
 ) -> None:
     """Each run's open ring at ``update`` (the star and paths show through it), its fading trail (split paths
     only) and, with ``arrows``, the update's terms as arrows tip to tail."""
-    from matplotlib import patheffects
     from matplotlib.collections import LineCollection
 
     ax, cur = art.ax_path, style.ROLE_LOOKS["current"]
@@ -366,8 +371,6 @@ def _star_face(scene: PathScene) -> str:
 
 def draw_start_and_minima(scene: PathScene, ax_path: Axes) -> None:
     """The start points and the minima in ``ROLE_LOOKS``' looks (the legend names them)."""
-    from matplotlib import patheffects
-
     start, star = style.ROLE_LOOKS["start"], style.ROLE_LOOKS["minimum"]
     s, m = scene.starts, scene.minima
     ax_path.plot(s[:, 0], s[:, 1], start.marker, ms=start.ms, mfc="white", mec=start.color, mew=start.lw, ls="none")

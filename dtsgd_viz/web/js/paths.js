@@ -147,8 +147,10 @@ function render({ model, el: root }) {
     r.px = xs; r.py = ys;
     rem[name] = el("polyline", { points: points(xs, ys), ...restStyle(name, r.tint), "data-run": name, class: "dv-remainder" }, pg);
   }
+  const casing = {};  // a thin solid path in a white casing, as the stills': it shows over the wider ones
   for (const name of order) {
     const lk = look.runs[name];
+    if ((d.cased || {})[name]) casing[name] = el("polyline", { ...lineStyle(lk, "white"), "stroke-width": d.cased[name], "data-run": name, class: "dv-casing" }, pg);
     trail[name] = el("polyline", { ...lineStyle(lk), "data-run": name, class: "dv-trail" }, pg);
   }
   const st = look.roles.start;
@@ -414,6 +416,7 @@ function render({ model, el: root }) {
       const cx = main.x(r.next.at(i, 0)), cy = main.y(r.next.at(i, 1));  // the ring: after update u
       xs.push(cx); ys.push(cy);
       trail[name].setAttribute("points", points(xs, ys));
+      if (casing[name]) casing[name].setAttribute("points", points(xs, ys));
       cur[name].setAttribute("cx", cx); cur[name].setAttribute("cy", cy);
       cur[name].halo.setAttribute("cx", cx); cur[name].halo.setAttribute("cy", cy);
       cur[name].setAttribute("data-x", r.next.at(i, 0));
