@@ -27,7 +27,7 @@ from ..views.core import style
 from ..views.core.log_ticks import log_tick_texts
 from ..views.paths import geometry as geo
 from ..views.paths.findings import findings_of
-from ..views.paths.frames import CASED_BELOW, REST_LABEL, axis_names
+from ..views.paths.frames import REST_LABEL, axis_names
 from ..views.paths.loss import LOSS_XLABEL, MEAN_EDGE, MEAN_LABEL, MEAN_LW, MEAN_OUTLINE
 from ..views.paths.scene import build_scene, settings_line
 from ..views.update import geometry as upd
@@ -342,11 +342,11 @@ def path_state(
         "mean_edge": {"color": mcolors.to_hex(MEAN_EDGE), "width": MEAN_LW, "outer": MEAN_LW + MEAN_OUTLINE},
         "later_veil": LATER_VEIL,  # the white over the loss after the update shown, as the still's
         "trail_dot": round(panel.TRAIL_DOT / 2 * style.DPI / 72.0, 3),  # the path so far's dots (radius, pixels)
-        # a thin solid path in a white casing, as the stills' (frames.CASED_BELOW): its width in pixels, per run
+        # a thin solid path in a white casing, as the stills' (style.Look.casing): its width in pixels, per run
         "cased": {
-            k: round((lk.lw + 1.4) * style.DPI / 72.0, 3)
+            k: round(lk.casing() * style.DPI / 72.0, 3)
             for k, lk in style.run_looks(scene.coords).items()
-            if lk.lw < CASED_BELOW and lk.ls == "-"
+            if lk.casing()
         },
         "inset_ring": panel.INSET_RING,  # an inset's ring, smaller than a panel's (its short arrows show)
         "trail_keep": TRAIL_KEEP,  # the path's segments a close-up keeps before the update, as the still's

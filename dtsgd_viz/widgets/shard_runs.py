@@ -5,6 +5,7 @@ runs are checked as ``plot_compare`` checks them (one model, one mesh, the same 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -55,17 +56,20 @@ def gaps(runs: dict[str, Recording], name: str, kind: str = "velocity", step: in
     return out
 
 
-def gap_lines(runs: dict[str, Recording], name: str, kind: str = "velocity") -> dict[str, np.ndarray]:
+def gap_lines(
+    runs: dict[str, Recording], name: str, kind: str = "velocity", values: Mapping[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
     """``gaps`` at every recorded update: ``{run: (n,)}`` for each run but the first, compared in
-    float64 one chunk of updates (``CHUNK``) at a time, not the whole run at once."""
+    float64 one chunk of updates (``CHUNK``) at a time, not the whole run at once. ``values``:
+    each run's ``global_values(name, kind)`` where the caller holds them already (not assembled again)."""
     names = list(runs)
     first = runs[names[0]]
     if first.mode == "stats":
         a = tensor_norms(first, name, kind)
         diffs = {run: np.abs(tensor_norms(runs[run], name, kind) - a) for run in names[1:]}
         return {run: _relative(d, a, d != 0) for run, d in diffs.items()}
-    base = first.global_values(name, kind)  # each run assembled once, then compared a chunk at a time
-    others = {run: runs[run].global_values(name, kind) for run in names[1:]}
+    held = values or {run: runs[run].global_values(name, kind) for run in names}  # each run assembled once
+    base, others = held[names[0]], held
     out = {run: np.empty(len(first.steps)) for run in names[1:]}
     for lo in range(0, len(first.steps), CHUNK):
         a = np.asarray(base[lo : lo + CHUNK], np.float64).reshape(-1, int(np.prod(base.shape[1:])))
@@ -85,9 +89,16 @@ def _relative(diff: np.ndarray, base: np.ndarray, differs: np.ndarray) -> np.nda
         return np.where(base > 0, diff / np.where(base > 0, base, 1.0), np.asarray(differs, np.float64))
 
 
-def gaps_text(runs: dict[str, Recording], name: str, kind: str = "velocity", step: int | None = None) -> str:
+def gaps_text(
+    runs: dict[str, Recording],
+    name: str,
+    kind: str = "velocity",
+    step: int | None = None,
+    found: Mapping[str, float] | None = None,
+) -> str:
     """The title of the runs side by side: the tensor shown and how far each run is from the
-    first at update ``step`` (``gaps``)::
+    first at update ``step`` (``gaps``; ``found``: those gaps where the caller has them, as
+    ``gap_lines`` at that update)::
 
         velocity of 'w' after update 10 of 12: Nesterov 42% from momentum
     """
@@ -100,7 +111,7 @@ def gaps_text(runs: dict[str, Recording], name: str, kind: str = "velocity", ste
         f"{display_name(run)} equal to {display_name(base)}"
         if gap == 0
         else f"{display_name(run)}{what} {percent_text(gap)} from {display_name(base)}{what}"
-        for run, gap in gaps(runs, name, kind, int(steps[i])).items()
+        for run, gap in (found if found is not None else gaps(runs, name, kind, int(steps[i]))).items()
     ]
     return f"{subject_text(kind, name, int(steps[i]), int(steps[-1]))}: {', '.join(said)}"
 
@@ -176,12 +187,12 @@ class RunsShardsView:
         ax.set_title(display_name(run), fontsize=style.TITLE_SIZE, pad=pad + 3, color=ink, fontweight="bold", bbox=box)
 
     def _load(self):
-        self.gaps = gap_lines(self.runs, self.name, self.kind)
         self.values = {}
         if not self.stats_only:
             for run, r in self.runs.items():
                 v = r.global_values(self.name, self.kind)
                 self.values[run] = v.astype(np.float32) if v.dtype.name == "bfloat16" else v
+        self.gaps = gap_lines(self.runs, self.name, self.kind, self.values or None)  # from the values held
         self._run_limit = None
 
     def _limit(self) -> float | None:
@@ -223,7 +234,8 @@ class RunsShardsView:
 
     def title(self) -> str:
         """The figure's title: ``gaps_text`` at the shown update."""
-        return gaps_text(self.runs, self.name, self.kind, int(self.updates[self.index]))
+        found = {run: float(line[self.index]) for run, line in self.gaps.items()}  # gap_lines: no reassembly
+        return gaps_text(self.runs, self.name, self.kind, int(self.updates[self.index]), found)
 
     def _title(self):
         update = self.updates[self.index]

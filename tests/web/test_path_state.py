@@ -623,7 +623,7 @@ def test_python_marks_the_terms_drawn_beside_the_one_before(state):
 
 
 def test_a_thin_solid_path_is_cased_in_white_as_the_stills_draw_it(recs, state):
-    """Plain's thin line over Nesterov's wide one: the still cases it in white (``frames.CASED_BELOW``), and the
+    """Plain's thin line over Nesterov's wide one: the still cases it in white (``style.Look.casing``), and the
     state gives the browser that casing's width for the same runs, and none for the wider or dashed ones."""
     from matplotlib.patheffects import withStroke
 

@@ -193,11 +193,8 @@ def _draw_path_lines(scene: PathScene, art: PathArtists, looks: Mapping[str, sty
             line["zorder"] += look.zorder - _LOWEST_Z
             (art.rests[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **line, gid=f"path-rest:{key}")
         (art.paths[key],) = art.ax_path.plot(c[:, 0], c[:, 1], **look.line(), label=key, gid=f"path:{key}")
-        if look.lw < CASED_BELOW and look.ls == "-":  # a thin line over the wider ones: in a white casing, it shows
-            art.paths[key].set_path_effects([patheffects.withStroke(linewidth=look.lw + 1.4, foreground="white")])
-
-
-CASED_BELOW = 1.5  # points: a solid path line thinner than this is cased in white
+        if width := look.casing():  # a thin line over the wider ones: in a white casing, it shows
+            art.paths[key].set_path_effects([patheffects.withStroke(linewidth=width, foreground="white")])
 
 
 def rest_line(look: style.Look) -> dict[str, Any]:
